@@ -1,0 +1,1 @@
+//! Docket ledger core.

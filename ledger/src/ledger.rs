@@ -1,0 +1,824 @@
+//! The ledger: one sequencer thread doing group commit over a [`Store`].
+//!
+//! Write path (see ARCHITECTURE.md): callers hand statements to a bounded
+//! queue (back-pressure: a full queue blocks the caller). The committer
+//! thread takes everything queued (up to `max_batch` statements), verifies
+//! the author signatures with `verify_batch` over chunks on all cores
+//! (falling back to `verify_strict` one by one inside a failing chunk),
+//! then, in order and under the state write lock: drops duplicates, admits
+//! each statement against the state so far, assigns sequence number, ledger
+//! time and previous hash, encodes the event, pushes its leaf hash into the
+//! Merkle frontier and folds it into the projections. It signs one checkpoint
+//! for the new tree size, writes events, Merkle nodes, statement index and
+//! checkpoint in one atomic sled batch, flushes sled and fsyncs its file.
+//! Only then does the state lock drop, the committed length advance and every
+//! caller of the batch get its receipt. A storage error is fail-stop.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ed25519_dalek::SigningKey;
+use serde::{Deserialize, Serialize};
+
+use crate::authority::GENESIS;
+use crate::checkpoint::{self, Checkpoint, NoteVerifier};
+use crate::error::{LedgerError, Result};
+use crate::event::{EVENT_FORMAT, Event, Statement};
+use crate::keys::{self, Role};
+use crate::merkle::{self, Frontier, Hash};
+use crate::projection::GenesisPayload;
+use crate::state::{AdmitContext, LedgerState};
+use crate::store::{CommitBatch, SledStore, Store};
+
+/// Tunables of an open ledger.
+#[derive(Debug, Clone)]
+pub struct LedgerOptions {
+    /// Most statements one group commit takes.
+    pub max_batch: usize,
+    /// Requests that may wait in the queue before callers block.
+    pub queue_depth: usize,
+    /// Write projection snapshots every this many events (and on close).
+    pub snapshot_every: u64,
+}
+
+impl Default for LedgerOptions {
+    fn default() -> Self {
+        Self {
+            max_batch: 1024,
+            queue_depth: 4096,
+            snapshot_every: 100_000,
+        }
+    }
+}
+
+/// What `init` and `open` read from `DIR/ledger.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LedgerConfigFile {
+    pub origin: String,
+    pub ledger_public_key: String,
+}
+
+/// The acknowledgement of one durable append.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Receipt {
+    pub seq: u64,
+    #[serde(with = "hex_hash")]
+    pub leaf_hash: Hash,
+    pub recorded_at_ms: u64,
+    /// True when the statement was already in the log: nothing was appended
+    /// and `seq` is the first event that carried it.
+    pub duplicate: bool,
+}
+
+mod hex_hash {
+    pub fn serialize<S: serde::Serializer>(h: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&hex::encode(h))
+    }
+}
+
+/// Counters for metrics.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub appended: AtomicU64,
+    pub rejected: AtomicU64,
+    pub batches: AtomicU64,
+    pub queued: AtomicU64,
+    pub commit_micros_total: AtomicU64,
+}
+
+type Reply = SyncSender<Vec<Result<Receipt>>>;
+
+struct Request {
+    statements: Vec<Statement>,
+    reply: Reply,
+}
+
+struct Inner {
+    dir: PathBuf,
+    store: Arc<dyn Store>,
+    ledger_key: SigningKey,
+    origin: String,
+    state: RwLock<LedgerState>,
+    committed: Mutex<u64>,
+    committed_changed: Condvar,
+    committed_len: AtomicU64,
+    queue: Mutex<Option<SyncSender<Request>>>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+    failure: Mutex<Option<String>>,
+    listeners: Mutex<Vec<Box<dyn Fn(u64) + Send + Sync>>>,
+    metrics: Metrics,
+    options: LedgerOptions,
+}
+
+/// An open ledger. Cheap to clone; all clones share one committer.
+#[derive(Clone)]
+pub struct Ledger {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("dir", &self.inner.dir)
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Paths of the files `init` writes.
+#[derive(Debug, Clone)]
+pub struct InitOutcome {
+    pub ledger_key_path: PathBuf,
+    pub admin_key_path: PathBuf,
+    pub admin_public_key: String,
+    pub origin: String,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Whether `dir` already holds a ledger.
+pub fn exists(dir: &Path) -> bool {
+    dir.join("ledger.json").exists() || dir.join("keys/ledger.key").exists()
+}
+
+impl Ledger {
+    /// Creates a new ledger under `dir`: the ledger key and a first admin key
+    /// under `dir/keys/` (mode 0600), `ledger.json`, and the genesis event.
+    /// Refuses to touch an existing ledger.
+    pub fn init(dir: &Path, origin: Option<&str>) -> Result<(Ledger, InitOutcome)> {
+        if exists(dir) || dir.join("log").exists() {
+            return Err(LedgerError::AlreadyExists {
+                what: format!("a ledger in {}", dir.display()),
+            });
+        }
+        std::fs::create_dir_all(dir).map_err(|e| LedgerError::io(dir, e))?;
+        let ledger_key = keys::generate()?;
+        let admin_key = keys::generate()?;
+        let ledger_pub = hex::encode(ledger_key.verifying_key().to_bytes());
+        let origin = origin
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("docket.local/{}", &ledger_pub[..16]));
+        let ledger_key_path = dir.join("keys/ledger.key");
+        let admin_key_path = dir.join("keys/admin.key");
+        keys::write_key_file(&ledger_key_path, &ledger_key)?;
+        keys::write_key_file(&admin_key_path, &admin_key)?;
+        let config = LedgerConfigFile {
+            origin: origin.clone(),
+            ledger_public_key: ledger_pub.clone(),
+        };
+        // Invariant: plain strings serialise.
+        let text = serde_json::to_vec_pretty(&config).expect("config serialises");
+        crate::store::write_atomically(&dir.join("ledger.json"), &text)?;
+        let ledger = Ledger::open(dir, LedgerOptions::default())?;
+        let genesis = GenesisPayload {
+            origin: origin.clone(),
+            ledger_key: ledger_pub,
+            admin_key: hex::encode(admin_key.verifying_key().to_bytes()),
+            ledger_roles: vec![Role::Verifier, Role::Custodian],
+        };
+        // Invariant: plain struct serialises.
+        let payload = serde_json::to_vec(&genesis).expect("genesis serialises");
+        ledger.append(Statement::sign(GENESIS, payload, &ledger_key))?;
+        Ok((
+            ledger,
+            InitOutcome {
+                ledger_key_path,
+                admin_key_path,
+                admin_public_key: genesis.admin_key,
+                origin,
+            },
+        ))
+    }
+
+    /// Opens the ledger under `dir` with its sled store.
+    pub fn open(dir: &Path, options: LedgerOptions) -> Result<Ledger> {
+        let store = Arc::new(SledStore::open(dir)?);
+        Self::open_with_store(dir, store, options)
+    }
+
+    /// Opens the ledger over any [`Store`] (the seam for other backends).
+    pub fn open_with_store(
+        dir: &Path,
+        store: Arc<dyn Store>,
+        options: LedgerOptions,
+    ) -> Result<Ledger> {
+        let config_path = dir.join("ledger.json");
+        let config: LedgerConfigFile = match std::fs::read(&config_path) {
+            Ok(b) => serde_json::from_slice(&b)
+                .map_err(|e| LedgerError::corrupt(config_path.display().to_string(), e.to_string()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LedgerError::NotFound {
+                    what: format!("a ledger in {} (run `docket init`)", dir.display()),
+                });
+            }
+            Err(e) => return Err(LedgerError::io(config_path, e)),
+        };
+        let ledger_key = keys::read_key_file(&dir.join("keys/ledger.key"))?;
+        if hex::encode(ledger_key.verifying_key().to_bytes()) != config.ledger_public_key {
+            return Err(LedgerError::corrupt(
+                "keys/ledger.key",
+                "does not match ledger.json's ledger_public_key",
+            ));
+        }
+        let len = store.len()?;
+        let frontier = Frontier::restore(store.as_ref(), len)?;
+        let (prev_hash, last_time) = if len == 0 {
+            ([0u8; 32], 0)
+        } else {
+            let bytes = store
+                .event_bytes(len - 1)?
+                .ok_or_else(|| LedgerError::corrupt(format!("event {}", len - 1), "missing"))?;
+            let event = Event::decode(&bytes)?;
+            (merkle::leaf_hash(&bytes), event.recorded_at_ms)
+        };
+        let state = load_state(store.as_ref(), len)?;
+        let (tx, rx) = mpsc::sync_channel::<Request>(options.queue_depth);
+        let inner = Arc::new(Inner {
+            dir: dir.to_path_buf(),
+            store,
+            ledger_key,
+            origin: config.origin,
+            state: RwLock::new(state),
+            committed: Mutex::new(len),
+            committed_changed: Condvar::new(),
+            committed_len: AtomicU64::new(len),
+            queue: Mutex::new(Some(tx)),
+            committer: Mutex::new(None),
+            failure: Mutex::new(None),
+            listeners: Mutex::new(Vec::new()),
+            metrics: Metrics::default(),
+            options,
+        });
+        // A checkpoint for the current size must exist (every commit writes
+        // one atomically with its events; this covers a store written by
+        // another tool).
+        if len > 0 && inner.store.checkpoint(Some(len))?.is_none() {
+            let note = sign_checkpoint(&inner, len, frontier.root());
+            inner.store.commit(&CommitBatch {
+                checkpoint: Some((len, note)),
+                ..Default::default()
+            })?;
+        }
+        let worker = Committer {
+            inner: Arc::clone(&inner),
+            frontier,
+            prev_hash,
+            last_time,
+            since_snapshot: 0,
+        };
+        let handle = std::thread::Builder::new()
+            .name("docket-committer".into())
+            .spawn(move || worker.run(rx))
+            .map_err(|e| LedgerError::io("committer thread", e))?;
+        *lock(&inner.committer) = Some(handle);
+        Ok(Ledger { inner })
+    }
+
+    /// Appends one statement; returns once it is durable.
+    pub fn append(&self, statement: Statement) -> Result<Receipt> {
+        let mut r = self.append_many(vec![statement])?;
+        // Invariant: the committer replies with one result per statement.
+        r.pop().expect("one result per statement")
+    }
+
+    /// Appends statements in order through one queue slot; each gets its own
+    /// result (a rejected one does not stop the others). Returns once all are
+    /// durable.
+    pub fn append_many(&self, statements: Vec<Statement>) -> Result<Vec<Result<Receipt>>> {
+        let expected = statements.len();
+        let rx = self.submit(statements)?;
+        let results = rx.recv().map_err(|_| self.closed_error())?;
+        debug_assert_eq!(results.len(), expected);
+        Ok(results)
+    }
+
+    /// Queues statements and returns the channel their results arrive on, so
+    /// one thread can keep many appends in flight (pipelining).
+    pub fn submit(&self, statements: Vec<Statement>) -> Result<Receiver<Vec<Result<Receipt>>>> {
+        let (reply, rx) = mpsc::sync_channel(1);
+        let tx = lock(&self.inner.queue).clone().ok_or_else(|| self.closed_error())?;
+        self.inner.metrics.queued.fetch_add(1, Ordering::Relaxed);
+        tx.send(Request { statements, reply })
+            .map_err(|_| self.closed_error())?;
+        Ok(rx)
+    }
+
+    fn closed_error(&self) -> LedgerError {
+        LedgerError::Closed(
+            lock(&self.inner.failure)
+                .clone()
+                .unwrap_or_else(|| "the ledger was closed".into()),
+        )
+    }
+
+    /// Number of durable events.
+    pub fn len(&self) -> u64 {
+        self.inner.committed_len.load(Ordering::Acquire)
+    }
+
+    /// Whether the log is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The checkpoint origin.
+    pub fn origin(&self) -> &str {
+        &self.inner.origin
+    }
+
+    /// The ledger's signing key (checkpoints; auto-verify).
+    pub fn ledger_key(&self) -> &SigningKey {
+        &self.inner.ledger_key
+    }
+
+    /// The C2SP verifier key for checkpoints.
+    pub fn verifier_key(&self) -> String {
+        checkpoint::verifier_key(&self.inner.origin, &self.inner.ledger_key.verifying_key())
+    }
+
+    /// Note verifier for this ledger's checkpoints.
+    pub fn note_verifier(&self) -> Result<NoteVerifier> {
+        Ok(NoteVerifier::new(
+            &self.inner.origin,
+            self.inner.ledger_key.verifying_key(),
+        )?)
+    }
+
+    /// The store (read access for replay, export and proofs).
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// Metrics counters.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// Read access to the live state (reflects exactly the durable events).
+    pub fn state(&self) -> RwLockReadGuard<'_, LedgerState> {
+        self.inner
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// One durable event.
+    pub fn event(&self, seq: u64) -> Result<Event> {
+        Event::decode(&self.event_bytes(seq)?)
+    }
+
+    /// The canonical bytes of one durable event.
+    pub fn event_bytes(&self, seq: u64) -> Result<Vec<u8>> {
+        if seq >= self.len() {
+            return Err(LedgerError::NotFound {
+                what: format!("event {seq} (the log has {} events)", self.len()),
+            });
+        }
+        self.inner
+            .store
+            .event_bytes(seq)?
+            .ok_or_else(|| LedgerError::corrupt(format!("event {seq}"), "missing from the store"))
+    }
+
+    /// Durable events `from..to` (clamped), decoded.
+    pub fn events(&self, from: u64, to: u64) -> Result<Vec<Event>> {
+        let to = to.min(self.len());
+        self.inner
+            .store
+            .event_range(from, to)?
+            .into_iter()
+            .map(|(seq, b)| {
+                Event::decode(&b).map_err(|e| LedgerError::corrupt(format!("event {seq}"), e.to_string()))
+            })
+            .collect()
+    }
+
+    /// Blocks until the log has more than `len` events or `timeout` passes;
+    /// returns the durable length.
+    pub fn wait_for_len_above(&self, len: u64, timeout: Duration) -> u64 {
+        let guard = lock(&self.inner.committed);
+        let (guard, _) = self
+            .inner
+            .committed_changed
+            .wait_timeout_while(guard, timeout, |c| *c <= len && lock(&self.inner.failure).is_none())
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *guard
+    }
+
+    /// Registers a callback run (on the committer thread) after every commit
+    /// with the new durable length. Keep it cheap (e.g. notify a channel).
+    pub fn on_commit(&self, listener: impl Fn(u64) + Send + Sync + 'static) {
+        lock(&self.inner.listeners).push(Box::new(listener));
+    }
+
+    /// The signed checkpoint for the current size (`None` on an empty log).
+    pub fn checkpoint(&self) -> Result<Option<(Checkpoint, String)>> {
+        let len = self.len();
+        if len == 0 {
+            return Ok(None);
+        }
+        self.checkpoint_at(len).map(Some)
+    }
+
+    /// The signed checkpoint stored for `size` (every commit stores one).
+    pub fn checkpoint_at(&self, size: u64) -> Result<(Checkpoint, String)> {
+        if size == 0 || size > self.len() {
+            return Err(LedgerError::NotFound {
+                what: format!("a checkpoint for tree size {size}"),
+            });
+        }
+        let Some((_, note)) = self.inner.store.checkpoint(Some(size))? else {
+            return Err(LedgerError::NotFound {
+                what: format!("a checkpoint for tree size {size} (not a commit boundary)"),
+            });
+        };
+        let cp = checkpoint::open_note(&note, &self.note_verifier()?)?;
+        Ok((cp, note))
+    }
+
+    /// RFC 9162 root of the first `size` events.
+    pub fn root_at(&self, size: u64) -> Result<Hash> {
+        self.check_size(size)?;
+        Ok(merkle::root_at(self.inner.store.as_ref(), size)?)
+    }
+
+    /// Inclusion proof of leaf `index` in the tree of `size` leaves.
+    pub fn inclusion_proof(&self, index: u64, size: u64) -> Result<Vec<Hash>> {
+        self.check_size(size)?;
+        if index >= size {
+            return Err(LedgerError::Invalid {
+                what: "inclusion proof".into(),
+                violations: vec![format!("leaf index {index} is not below tree size {size}")],
+            });
+        }
+        Ok(merkle::inclusion_proof(self.inner.store.as_ref(), index, size)?)
+    }
+
+    /// Consistency proof between tree sizes.
+    pub fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<Vec<Hash>> {
+        self.check_size(new_size)?;
+        if old_size > new_size {
+            return Err(LedgerError::Invalid {
+                what: "consistency proof".into(),
+                violations: vec![format!("old size {old_size} is above new size {new_size}")],
+            });
+        }
+        Ok(merkle::consistency_proof(
+            self.inner.store.as_ref(),
+            old_size,
+            new_size,
+        )?)
+    }
+
+    /// Leaf hash of event `seq` as stored.
+    pub fn leaf_hash(&self, seq: u64) -> Result<Hash> {
+        if seq >= self.len() {
+            return Err(LedgerError::NotFound {
+                what: format!("event {seq}"),
+            });
+        }
+        Ok(merkle::NodeSource::node(self.inner.store.as_ref(), 0, seq)?)
+    }
+
+    fn check_size(&self, size: u64) -> Result<()> {
+        if size > self.len() {
+            return Err(LedgerError::NotFound {
+                what: format!("tree size {size} (the log has {} events)", self.len()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes projection snapshots now (also done every `snapshot_every`
+    /// events and on close).
+    pub fn snapshot(&self) -> Result<()> {
+        let state = self.state();
+        write_snapshots(self.inner.store.as_ref(), &state)
+    }
+
+    /// Stops the committer after the queue drains, writes snapshots and
+    /// syncs. Further appends fail with `Closed`.
+    pub fn close(&self) -> Result<()> {
+        drop(lock(&self.inner.queue).take());
+        if let Some(handle) = lock(&self.inner.committer).take() {
+            let _ = handle.join();
+        }
+        if let Some(f) = lock(&self.inner.failure).clone() {
+            return Err(LedgerError::Closed(f));
+        }
+        self.snapshot()
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        drop(lock(&self.queue).take());
+        if let Some(handle) = lock(&self.committer).take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn sign_checkpoint(inner: &Inner, size: u64, root: Hash) -> String {
+    let body = Checkpoint {
+        origin: inner.origin.clone(),
+        size,
+        root,
+        extensions: Vec::new(),
+    }
+    .body();
+    checkpoint::sign_note(&body, &inner.origin, &inner.ledger_key)
+}
+
+/// Writes every projection snapshot of `state`.
+pub(crate) fn write_snapshots(store: &dyn Store, state: &LedgerState) -> Result<()> {
+    for (name, bytes) in state.snapshots() {
+        store.put_snapshot(name, state.applied, &bytes)?;
+    }
+    let meta = format!("{}", state.last_recorded_at_ms);
+    store.put_snapshot("meta", state.applied, meta.as_bytes())
+}
+
+/// Loads state: from snapshots when they are all present at one sequence
+/// not beyond `len`, then folds the remaining events; otherwise from genesis.
+pub(crate) fn load_state(store: &dyn Store, len: u64) -> Result<LedgerState> {
+    let mut state = snapshot_state(store, len)?.unwrap_or_default();
+    let mut next = state.applied;
+    while next < len {
+        let to = (next + 8192).min(len);
+        for (seq, bytes) in store.event_range(next, to)? {
+            let event = Event::decode(&bytes)
+                .map_err(|e| LedgerError::corrupt(format!("event {seq}"), e.to_string()))?;
+            state.apply(&event);
+        }
+        next = to;
+    }
+    Ok(state)
+}
+
+fn snapshot_state(store: &dyn Store, len: u64) -> Result<Option<LedgerState>> {
+    let Some((seq, meta)) = store.snapshot("meta")? else {
+        return Ok(None);
+    };
+    if seq > len {
+        return Ok(None);
+    }
+    let last_time: u64 = std::str::from_utf8(&meta)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| LedgerError::corrupt("snapshot meta", "bad time"))?;
+    let mut parts = Vec::new();
+    for name in crate::state::projection_names() {
+        match store.snapshot(name)? {
+            Some((s, bytes)) if s == seq => parts.push((name.to_string(), bytes)),
+            _ => return Ok(None),
+        }
+    }
+    LedgerState::from_snapshots(seq, last_time, &parts).map(Some)
+}
+
+struct Committer {
+    inner: Arc<Inner>,
+    frontier: Frontier,
+    prev_hash: Hash,
+    last_time: u64,
+    since_snapshot: u64,
+}
+
+impl Committer {
+    fn run(mut self, rx: Receiver<Request>) {
+        while let Ok(first) = rx.recv() {
+            let mut requests = vec![first];
+            let mut count = requests[0].statements.len();
+            while count < self.inner.options.max_batch {
+                match rx.try_recv() {
+                    Ok(r) => {
+                        count += r.statements.len();
+                        requests.push(r);
+                    }
+                    Err(_) => break,
+                }
+            }
+            self.inner
+                .metrics
+                .queued
+                .fetch_sub(requests.len() as u64, Ordering::Relaxed);
+            if let Err(e) = self.process(requests) {
+                let msg = format!("fail-stop after a storage error: {e}");
+                tracing::error!("{msg}");
+                *lock(&self.inner.failure) = Some(msg);
+                drop(lock(&self.inner.queue).take());
+                // Wake tail waiters so they see the failure.
+                self.inner.committed_changed.notify_all();
+                // Fail every request still queued.
+                while let Ok(r) = rx.try_recv() {
+                    let n = r.statements.len();
+                    let _ = r.reply.send(
+                        (0..n)
+                            .map(|_| Err(LedgerError::Closed("ledger failed".into())))
+                            .collect(),
+                    );
+                }
+                return;
+            }
+        }
+        // Queue closed: write final snapshots.
+        let state = self.inner.state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(e) = write_snapshots(self.inner.store.as_ref(), &state) {
+            tracing::warn!("writing snapshots on close failed: {e}");
+        }
+    }
+
+    fn process(&mut self, requests: Vec<Request>) -> Result<()> {
+        let started = std::time::Instant::now();
+        let inner = Arc::clone(&self.inner);
+        // 1. Signatures, in parallel, before taking any lock.
+        let all: Vec<&Statement> = requests.iter().flat_map(|r| r.statements.iter()).collect();
+        let sig_ok = verify_all(&all);
+        // 2. Sequence under the state write lock.
+        let mut state = inner.state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut batch = CommitBatch::default();
+        let mut results: Vec<Vec<Result<Receipt>>> = Vec::with_capacity(requests.len());
+        let mut pending: HashMap<Hash, Receipt> = HashMap::new();
+        let mut next_seq = self.frontier.size();
+        let mut idx = 0;
+        let clock = now_ms();
+        for req in &requests {
+            let mut out = Vec::with_capacity(req.statements.len());
+            for stmt in &req.statements {
+                let ok = sig_ok[idx].clone();
+                idx += 1;
+                out.push(self.sequence_one(
+                    stmt,
+                    ok,
+                    clock,
+                    &mut state,
+                    &mut batch,
+                    &mut pending,
+                    &mut next_seq,
+                ));
+            }
+            results.push(out);
+        }
+        let appended = batch.events.len() as u64;
+        if appended > 0 {
+            batch.checkpoint = Some((
+                next_seq,
+                sign_checkpoint(&inner, next_seq, self.frontier.root()),
+            ));
+            // 3. One atomic write, flush and fsync. Failure is fail-stop: the
+            // in-memory state is ahead of the disk and must not be used.
+            inner.store.commit(&batch)?;
+        }
+        drop(state);
+        // 4. Publish.
+        if appended > 0 {
+            {
+                let mut c = lock(&inner.committed);
+                *c = next_seq;
+                inner.committed_len.store(next_seq, Ordering::Release);
+            }
+            inner.committed_changed.notify_all();
+            for l in lock(&inner.listeners).iter() {
+                l(next_seq);
+            }
+        }
+        let rejected: u64 = results
+            .iter()
+            .flatten()
+            .filter(|r| r.is_err())
+            .count() as u64;
+        inner.metrics.appended.fetch_add(appended, Ordering::Relaxed);
+        inner.metrics.rejected.fetch_add(rejected, Ordering::Relaxed);
+        inner.metrics.batches.fetch_add(1, Ordering::Relaxed);
+        inner.metrics.commit_micros_total.fetch_add(
+            u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        for (req, res) in requests.into_iter().zip(results) {
+            let _ = req.reply.send(res);
+        }
+        self.since_snapshot += appended;
+        if self.since_snapshot >= inner.options.snapshot_every {
+            self.since_snapshot = 0;
+            let state = inner.state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            write_snapshots(inner.store.as_ref(), &state)?;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)] // reason: the committer's per-batch context, kept explicit
+    fn sequence_one(
+        &mut self,
+        stmt: &Statement,
+        signature_ok: Result<(), String>,
+        clock: u64,
+        state: &mut LedgerState,
+        batch: &mut CommitBatch,
+        pending: &mut HashMap<Hash, Receipt>,
+        next_seq: &mut u64,
+    ) -> Result<Receipt> {
+        stmt.check_shape()?;
+        let digest = stmt.digest();
+        if let Some(r) = pending.get(&digest) {
+            return Ok(Receipt {
+                duplicate: true,
+                ..r.clone()
+            });
+        }
+        if let Some(seq) = self.inner.store.statement_seq(&digest)? {
+            let bytes = self
+                .inner
+                .store
+                .event_bytes(seq)?
+                .ok_or_else(|| LedgerError::corrupt(format!("event {seq}"), "indexed but missing"))?;
+            let event = Event::decode(&bytes)?;
+            return Ok(Receipt {
+                seq,
+                leaf_hash: merkle::leaf_hash(&bytes),
+                recorded_at_ms: event.recorded_at_ms,
+                duplicate: true,
+            });
+        }
+        signature_ok.map_err(|detail| LedgerError::BadSignature { seq: None, detail })?;
+        let recorded_at_ms = clock.max(self.last_time);
+        let ctx = AdmitContext {
+            seq: *next_seq,
+            recorded_at_ms,
+        };
+        state.admit(stmt, &ctx)?;
+        let event = Event {
+            format: EVENT_FORMAT,
+            seq: *next_seq,
+            recorded_at_ms,
+            prev_hash: self.prev_hash,
+            kind: stmt.kind.clone(),
+            author: stmt.author,
+            payload: stmt.payload.clone(),
+            signature: stmt.signature,
+        };
+        let bytes = event.encode();
+        let leaf = merkle::leaf_hash(&bytes);
+        batch.nodes.extend(self.frontier.push(leaf));
+        state.apply(&event);
+        batch.events.push((event.seq, bytes));
+        batch.statements.push((digest, event.seq));
+        self.prev_hash = leaf;
+        self.last_time = recorded_at_ms;
+        *next_seq += 1;
+        let receipt = Receipt {
+            seq: event.seq,
+            leaf_hash: leaf,
+            recorded_at_ms,
+            duplicate: false,
+        };
+        pending.insert(digest, receipt.clone());
+        Ok(receipt)
+    }
+}
+
+/// Verifies every statement's signature: `verify_batch` on chunks across
+/// cores; inside a failing chunk, `verify_strict` one by one.
+fn verify_all(stmts: &[&Statement]) -> Vec<Result<(), String>> {
+    use rayon::prelude::*;
+    const CHUNK: usize = 64;
+    if stmts.len() <= 2 {
+        return stmts
+            .iter()
+            .map(|s| s.verify_strict().map_err(|e| e.to_string()))
+            .collect();
+    }
+    stmts
+        .par_chunks(CHUNK)
+        .flat_map_iter(|chunk| {
+            let res: Vec<Result<(), String>> = if crate::event::statements_batch_ok(chunk) {
+                vec![Ok(()); chunk.len()]
+            } else {
+                chunk
+                    .iter()
+                    .map(|s| s.verify_strict().map_err(|e| e.to_string()))
+                    .collect()
+            };
+            res.into_iter()
+        })
+        .collect()
+}

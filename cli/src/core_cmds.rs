@@ -1,0 +1,305 @@
+//! The ledger-core commands: init, keygen, log append/show/tail, checkpoint,
+//! prove, replay.
+
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use clap::{Args, Subcommand};
+use docket_ledger::replay::{self, ReplayOptions};
+use docket_ledger::{Ledger, Statement, keys};
+
+use crate::backend::Backend;
+use crate::exit::{self, CliError};
+use crate::output::Output;
+
+/// `docket init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Checkpoint origin line (default: `docket.local/<ledger key prefix>`).
+    #[arg(long)]
+    pub origin: Option<String>,
+}
+
+/// `docket keygen`.
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// Where to write the private key file (mode 0600; never overwritten).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `docket log …`.
+#[derive(Debug, Subcommand)]
+pub enum LogCmd {
+    /// Append author-signed statements (printed once durable).
+    Append(LogAppendArgs),
+    /// Show one event with its exact canonical bytes and leaf hash.
+    Show {
+        seq: u64,
+    },
+    /// Print events from a sequence number; `--follow` keeps waiting.
+    Tail {
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        #[arg(long)]
+        follow: bool,
+    },
+}
+
+/// `docket log append`.
+#[derive(Debug, Args)]
+pub struct LogAppendArgs {
+    /// The author's private key file.
+    #[arg(long)]
+    pub key: PathBuf,
+    /// Statement kind (custom kinds start with `x-`).
+    #[arg(long)]
+    pub kind: String,
+    /// One payload from a file.
+    #[arg(long, conflicts_with = "stdin", required_unless_present = "stdin")]
+    pub payload: Option<PathBuf>,
+    /// One payload per input line.
+    #[arg(long)]
+    pub stdin: bool,
+}
+
+/// `docket prove …`.
+#[derive(Debug, Subcommand)]
+pub enum ProveCmd {
+    /// Inclusion proof of event SEQ (RFC 9162 §2.1.3).
+    Inclusion {
+        seq: u64,
+        /// Tree size (default: the current size).
+        #[arg(long)]
+        size: Option<u64>,
+    },
+    /// Consistency proof between two tree sizes (RFC 9162 §2.1.4).
+    Consistency {
+        old: u64,
+        /// New size (default: the current size).
+        new: Option<u64>,
+    },
+}
+
+/// `docket replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Verify signatures, chain, Merkle root, checkpoint and snapshots.
+    #[arg(long)]
+    pub verify: bool,
+    /// Stop after this sequence number (state as of it).
+    #[arg(long)]
+    pub as_of: Option<u64>,
+}
+
+/// Loads an author key file with a clear error.
+pub fn load_key(path: &Path) -> Result<ed25519_dalek::SigningKey> {
+    keys::read_key_file(path).map_err(|e| {
+        let code = match e {
+            docket_ledger::LedgerError::Io { .. } => exit::MISSING,
+            _ => exit::INVALID,
+        };
+        CliError::new(code, format!("cannot read key {}: {e}", path.display())).into()
+    })
+}
+
+pub fn run_init(data: &Path, args: &InitArgs, out: Output) -> Result<u8> {
+    let (ledger, info) = Ledger::init(data, args.origin.as_deref())?;
+    ledger.close()?;
+    let value = serde_json::json!({
+        "data": data,
+        "origin": info.origin,
+        "admin_key": info.admin_key_path,
+        "admin_public_key": info.admin_public_key,
+        "ledger_key": info.ledger_key_path,
+        "verifier_key": ledger.verifier_key(),
+    });
+    out.emit(&value, || {
+        format!(
+            "initialised ledger in {}\n  origin:        {}\n  admin key:     {} (public {})\n  verifier key:  {}",
+            data.display(),
+            info.origin,
+            info.admin_key_path.display(),
+            info.admin_public_key,
+            ledger.verifier_key()
+        )
+    });
+    Ok(exit::OK)
+}
+
+pub fn run_keygen(args: &KeygenArgs, out: Output) -> Result<u8> {
+    let key = keys::generate()?;
+    keys::write_key_file(&args.out, &key)?;
+    let public = hex::encode(key.verifying_key().to_bytes());
+    out.emit(
+        &serde_json::json!({"public_key": public, "key_file": args.out}),
+        || public.clone(),
+    );
+    Ok(exit::OK)
+}
+
+pub fn run_log(backend: &dyn Backend, cmd: &LogCmd, out: Output) -> Result<u8> {
+    match cmd {
+        LogCmd::Append(a) => run_append(backend, a, out),
+        LogCmd::Show { seq } => {
+            let ev = backend.event(*seq)?;
+            out.emit(&ev, || {
+                format!(
+                    "{}\n  prev_hash  {}\n  leaf_hash  {}\n  signature  {}\n  event_b64  {}",
+                    ev.human(),
+                    ev.prev_hash,
+                    ev.leaf_hash,
+                    ev.signature,
+                    ev.event_b64
+                )
+            });
+            Ok(exit::OK)
+        }
+        LogCmd::Tail { from, follow } => {
+            backend.tail(*from, *follow, &mut |ev| {
+                out.emit(&ev, || ev.human());
+                true
+            })?;
+            Ok(exit::OK)
+        }
+    }
+}
+
+fn run_append(backend: &dyn Backend, a: &LogAppendArgs, out: Output) -> Result<u8> {
+    let key = load_key(&a.key)?;
+    if let Some(path) = &a.payload {
+        let payload = std::fs::read(path)
+            .map_err(|e| CliError::new(exit::MISSING, format!("cannot read {}: {e}", path.display())))?;
+        let r = backend.append(Statement::sign(&a.kind, payload, &key))?;
+        out.emit(&r, || r.human());
+        return Ok(exit::OK);
+    }
+    let (tx, rx) = std::sync::mpsc::sync_channel(1024);
+    let kind = a.kind.clone();
+    let reader = std::thread::spawn(move || -> Result<()> {
+        let stdin = std::io::stdin();
+        for line in stdin.lock().lines() {
+            let line = line.context("reading stdin")?;
+            if tx.send(Statement::sign(&kind, line.into_bytes(), &key)).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    });
+    let mut worst = exit::OK;
+    backend.append_stream(rx, &mut |r| match r {
+        Ok(r) => out.emit(&r, || r.human()),
+        Err(e) => {
+            let code = exit::for_error(&e);
+            worst = worst.max(code);
+            out.emit(
+                &serde_json::json!({"error": e.to_string(), "exit_code": code}),
+                || format!("error: {e}"),
+            );
+        }
+    })?;
+    reader
+        .join()
+        .map_err(|_| anyhow::anyhow!("stdin reader panicked"))??;
+    Ok(worst)
+}
+
+pub fn run_checkpoint(backend: &dyn Backend, vkey: bool, out: Output) -> Result<u8> {
+    let cp = backend.checkpoint()?;
+    if vkey {
+        out.emit(&serde_json::json!({"verifier_key": cp.verifier_key}), || {
+            cp.verifier_key.clone()
+        });
+    } else {
+        out.emit(&cp, || cp.note.trim_end().to_string());
+    }
+    Ok(exit::OK)
+}
+
+pub fn run_prove(backend: &dyn Backend, cmd: &ProveCmd, out: Output) -> Result<u8> {
+    match cmd {
+        ProveCmd::Inclusion { seq, size } => {
+            let p = backend.inclusion(*seq, *size)?;
+            out.emit(&p, || {
+                format!(
+                    "leaf {} in tree {}\n  leaf_hash {}\n  root_hash {}\n  proof:\n{}",
+                    p.leaf_index,
+                    p.tree_size,
+                    p.leaf_hash,
+                    p.root_hash,
+                    p.proof.iter().map(|h| format!("    {h}")).collect::<Vec<_>>().join("\n")
+                )
+            });
+        }
+        ProveCmd::Consistency { old, new } => {
+            let p = backend.consistency(*old, *new)?;
+            out.emit(&p, || {
+                format!(
+                    "tree {} -> {}\n  old_root {}\n  new_root {}\n  proof:\n{}",
+                    p.old_size,
+                    p.new_size,
+                    p.old_root,
+                    p.new_root,
+                    p.proof.iter().map(|h| format!("    {h}")).collect::<Vec<_>>().join("\n")
+                )
+            });
+        }
+    }
+    Ok(exit::OK)
+}
+
+pub fn run_replay(backend: &dyn Backend, args: &ReplayArgs, out: Output) -> Result<u8> {
+    let Some(embedded) = backend.embedded() else {
+        return Err(CliError::new(
+            exit::USAGE,
+            "replay reads the data directory itself; run it where the ledger lives (without --server)",
+        )
+        .into());
+    };
+    let ledger = &embedded.ledger;
+    let verifier = ledger.note_verifier()?;
+    let bar = out.progress(ledger.len(), "replaying");
+    let (report, state) = replay::replay(
+        ledger.store().as_ref(),
+        &verifier,
+        ReplayOptions {
+            verify: args.verify,
+            as_of: args.as_of,
+        },
+        &mut |done, _| bar.set_position(done),
+    )?;
+    bar.finish_and_clear();
+    let code = report.exit_code();
+    let summary = serde_json::json!({
+        "ok": report.findings.is_empty(),
+        "exit_code": code,
+        "report": report,
+        "keys": state.keys.keys.len(),
+    });
+    out.emit(&summary, || {
+        let mut s = format!(
+            "replayed {} events ({} signatures checked); root {} ",
+            report.events, report.signatures_checked, report.root
+        );
+        if let Some(cp) = report.checkpoint_size {
+            s += &format!("; checkpoint at size {cp}");
+        }
+        if !report.snapshots_compared.is_empty() {
+            s += &format!("; snapshots compared: {}", report.snapshots_compared.join(", "));
+        }
+        if report.findings.is_empty() {
+            s += if args.verify { "\nOK: verified" } else { "\nOK" };
+        }
+        for f in &report.findings {
+            s += &format!(
+                "\n{:?} at seq {}: {}",
+                f.kind,
+                f.seq.map_or("-".to_string(), |q| q.to_string()),
+                f.detail
+            );
+        }
+        s
+    });
+    Ok(code)
+}

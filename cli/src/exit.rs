@@ -1,0 +1,94 @@
+//! Exit codes (seed 004 §3), the same for every command and for embedded and
+//! `--server` mode.
+//!
+//! | code | meaning |
+//! | --- | --- |
+//! | 0 | pass / ok |
+//! | 2 | schema or contract invalid; a request the ledger refused |
+//! | 3 | determinism mismatch (rebuilt state differs from stored) |
+//! | 4 | missing required data or artifacts |
+//! | 5 | hard fail: verdict FAIL, tampering found |
+//! | 10 | unexpected error (I/O, storage, network) |
+//! | 64 | usage error (bad flags) — never one of the above |
+
+use docket_ledger::LedgerError;
+
+pub const OK: u8 = 0;
+pub const INVALID: u8 = 2;
+pub const MISMATCH: u8 = 3;
+pub const MISSING: u8 = 4;
+pub const HARD_FAIL: u8 = 5;
+pub const UNEXPECTED: u8 = 10;
+pub const USAGE: u8 = 64;
+
+/// An error that carries its exit code.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+impl CliError {
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// The exit code for a ledger error.
+pub fn for_ledger_error(e: &LedgerError) -> u8 {
+    match e {
+        LedgerError::Malformed { .. }
+        | LedgerError::Invalid { .. }
+        | LedgerError::PermissionDenied { .. }
+        | LedgerError::AlreadyExists { .. }
+        | LedgerError::FailedPrecondition(_)
+        | LedgerError::ResourceExhausted(_) => INVALID,
+        LedgerError::NotFound { .. } => MISSING,
+        LedgerError::Corrupt { .. }
+        | LedgerError::BadSignature { .. }
+        | LedgerError::Merkle(_)
+        | LedgerError::Note(_) => HARD_FAIL,
+        _ => UNEXPECTED,
+    }
+}
+
+/// The exit code for any error a command returns.
+pub fn for_error(e: &anyhow::Error) -> u8 {
+    if let Some(c) = e.downcast_ref::<CliError>() {
+        return c.code;
+    }
+    if let Some(l) = e.downcast_ref::<LedgerError>() {
+        return for_ledger_error(l);
+    }
+    if let Some(s) = e.downcast_ref::<tonic::Status>() {
+        return for_status(s);
+    }
+    UNEXPECTED
+}
+
+/// The exit code for a gRPC status (so `--server` mode exits like embedded).
+pub fn for_status(s: &tonic::Status) -> u8 {
+    use tonic::Code;
+    match s.code() {
+        Code::InvalidArgument
+        | Code::PermissionDenied
+        | Code::AlreadyExists
+        | Code::FailedPrecondition
+        | Code::ResourceExhausted
+        | Code::OutOfRange => INVALID,
+        Code::Unauthenticated | Code::DataLoss => HARD_FAIL,
+        Code::NotFound => MISSING,
+        _ => UNEXPECTED,
+    }
+}

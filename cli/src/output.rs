@@ -1,0 +1,63 @@
+//! Human and JSON output. `--json` prints one JSON object per line.
+
+use serde::Serialize;
+
+/// Where command output goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    pub json: bool,
+}
+
+impl Output {
+    /// Prints `value` as one JSON line, or `human` otherwise.
+    pub fn emit<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) {
+        if self.json {
+            match serde_json::to_string(value) {
+                Ok(s) => println!("{s}"),
+                Err(e) => eprintln!("error: cannot serialise output: {e}"),
+            }
+        } else {
+            println!("{}", human());
+        }
+    }
+
+    /// A progress bar on stderr for long work, hidden in JSON mode or when
+    /// stderr is not a terminal.
+    pub fn progress(&self, len: u64, what: &str) -> indicatif::ProgressBar {
+        use std::io::IsTerminal as _;
+        if self.json || !std::io::stderr().is_terminal() {
+            return indicatif::ProgressBar::hidden();
+        }
+        let bar = indicatif::ProgressBar::new(len);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(what.to_string());
+        bar
+    }
+}
+
+/// Formats Unix milliseconds as RFC 3339 UTC.
+pub fn rfc3339_ms(ms: u64) -> String {
+    let nanos = i128::from(ms) * 1_000_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// Parses RFC 3339 into Unix milliseconds.
+pub fn parse_rfc3339_ms(s: &str) -> anyhow::Result<u64> {
+    let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| crate::exit::CliError::new(crate::exit::INVALID, format!("{s:?} is not RFC 3339: {e}")))?;
+    let ms = t.unix_timestamp_nanos() / 1_000_000;
+    u64::try_from(ms).map_err(|_| {
+        crate::exit::CliError::new(crate::exit::INVALID, format!("{s:?} is before 1970"))
+            .into()
+    })
+}

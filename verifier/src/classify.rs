@@ -1,0 +1,347 @@
+//! The fail classifier (seed 000 §8.3 `fail_classifier`, seed 002 "Observer
+//! Rules"): from logs and an exit code to a classification, with the evidence
+//! lines that triggered it.
+
+use crate::catalogue::{FailClass, VerifierFailClass};
+use serde::Serialize;
+
+/// An issue type. The first four are seed 002's observer rules; the rest map
+/// log patterns to seed 000 `fail_class` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum IssueKind {
+    /// Seed 002: `exit_code != 0`.
+    ExecutionFailure,
+    /// Seed 002: `"auth"` in the lower-cased output.
+    AuthError,
+    /// Seed 002: `"timeout"` in the lower-cased output.
+    Performance,
+    /// Seed 002: `"schema"` in the lower-cased output.
+    DataError,
+    /// Seed 002: NO_EVIDENCE ("Execution evidence unavailable").
+    ExecutionError,
+    TestFailure,
+    LintError,
+    TypeError,
+    SecurityViolation,
+    ScopeViolation,
+    ExternalDependency,
+}
+
+/// One log line that triggered an issue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EvidenceLine {
+    pub file: String,
+    /// 1-based.
+    pub line: u32,
+    pub text: String,
+}
+
+/// One issue with up to [`MAX_EVIDENCE_LINES`] triggering lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Issue {
+    pub kind: IssueKind,
+    pub evidence: Vec<EvidenceLine>,
+}
+
+/// Per issue kind, at most this many evidence lines are kept (the first ones).
+pub const MAX_EVIDENCE_LINES: usize = 5;
+
+/// The result of classifying a failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Classification {
+    /// Seed 000 fail_class; `None` when nothing indicates a failure.
+    pub fail_class: Option<FailClass>,
+    /// Seed 001 verifier fail_class.
+    pub verifier_fail_class: Option<VerifierFailClass>,
+    pub exit_code: Option<i32>,
+    /// Issues in [`IssueKind`] order.
+    pub issues: Vec<Issue>,
+}
+
+/// Case-insensitive substring patterns per issue kind. Order within
+/// `FAIL_CLASS_PRIORITY` decides the `fail_class` when several match.
+const PATTERNS: &[(IssueKind, &[&str])] = &[
+    (IssueKind::AuthError, &["auth"]),
+    (
+        IssueKind::Performance,
+        &["timeout", "timed out", "deadline exceeded"],
+    ),
+    (IssueKind::DataError, &["schema"]),
+    (
+        IssueKind::TestFailure,
+        &[
+            "test result: failed",
+            "tests failed",
+            "assertionerror",
+            "assertion failed",
+            "--- fail",
+            "failures:",
+            "... failed",
+            "panicked at",
+        ],
+    ),
+    (
+        IssueKind::LintError,
+        &[
+            "clippy::",
+            "eslint",
+            "flake8",
+            "pylint",
+            "lint error",
+            "rustfmt",
+            "would reformat",
+        ],
+    ),
+    (
+        IssueKind::TypeError,
+        &[
+            "mismatched types",
+            "typeerror",
+            "type error",
+            "error[e0308]",
+            "mypy",
+            "cannot find type",
+            "incompatible type",
+        ],
+    ),
+    (
+        IssueKind::SecurityViolation,
+        &[
+            "permission denied",
+            "access denied",
+            "forbidden",
+            "secret",
+            "credential",
+            "unauthorized",
+            "policy violation",
+        ],
+    ),
+    (
+        IssueKind::ScopeViolation,
+        &[
+            "outside allowed",
+            "scope_conflict",
+            "not within pins",
+            "disallowed file",
+        ],
+    ),
+    (
+        IssueKind::ExternalDependency,
+        &[
+            "connection refused",
+            "could not resolve",
+            "network is unreachable",
+            "service unavailable",
+            "rate limit",
+            "econnreset",
+            "failed to download",
+            "temporary failure in name resolution",
+        ],
+    ),
+];
+
+fn fail_class_of(kind: IssueKind) -> Option<FailClass> {
+    match kind {
+        IssueKind::Performance => Some(FailClass::Timeout),
+        IssueKind::AuthError | IssueKind::SecurityViolation => Some(FailClass::SecurityViolation),
+        IssueKind::ScopeViolation => Some(FailClass::ScopeViolation),
+        IssueKind::TypeError | IssueKind::DataError => Some(FailClass::TypeError),
+        IssueKind::LintError => Some(FailClass::LintError),
+        IssueKind::TestFailure | IssueKind::ExecutionFailure => Some(FailClass::TestFailure),
+        IssueKind::ExternalDependency | IssueKind::ExecutionError => {
+            Some(FailClass::ExternalDependency)
+        }
+    }
+}
+
+/// Which issue decides `fail_class` when several are present (first wins).
+const FAIL_CLASS_PRIORITY: [IssueKind; 11] = [
+    IssueKind::Performance,
+    IssueKind::SecurityViolation,
+    IssueKind::AuthError,
+    IssueKind::ScopeViolation,
+    IssueKind::TypeError,
+    IssueKind::DataError,
+    IssueKind::LintError,
+    IssueKind::TestFailure,
+    IssueKind::ExternalDependency,
+    IssueKind::ExecutionError,
+    IssueKind::ExecutionFailure,
+];
+
+/// Classifies logs `(file name, text)` and an exit code.
+///
+/// `EXECUTION_FAILURE` comes from a non-zero exit code (evidence: the last
+/// `EXIT_CODE=` line if any log has one); the other kinds from
+/// case-insensitive substrings per line. A classification has a `fail_class`
+/// only if some issue was found; an exit code of 0 with matching lines still
+/// reports the issues (e.g. retried timeouts) but `fail_class` is `None`.
+#[must_use]
+pub fn classify(logs: &[(&str, &str)], exit_code: Option<i32>) -> Classification {
+    let mut issues: Vec<Issue> = Vec::new();
+    let mut push =
+        |kind: IssueKind, line: EvidenceLine| match issues.iter_mut().find(|i| i.kind == kind) {
+            Some(issue) => {
+                if issue.evidence.len() < MAX_EVIDENCE_LINES {
+                    issue.evidence.push(line);
+                }
+            }
+            None => issues.push(Issue {
+                kind,
+                evidence: vec![line],
+            }),
+        };
+    let mut exit_line: Option<EvidenceLine> = None;
+    for (file, text) in logs {
+        for (index, raw) in text.lines().enumerate() {
+            let number = u32::try_from(index + 1).unwrap_or(u32::MAX);
+            let lower = raw.to_lowercase();
+            let evidence = || EvidenceLine {
+                file: (*file).to_owned(),
+                line: number,
+                text: raw.chars().take(500).collect(),
+            };
+            if raw.trim_start().starts_with("EXIT_CODE=") {
+                exit_line = Some(evidence());
+            }
+            if lower.contains("no_evidence") || lower.contains("execution evidence unavailable") {
+                push(IssueKind::ExecutionError, evidence());
+            }
+            for (kind, needles) in PATTERNS {
+                if needles.iter().any(|n| lower.contains(n)) {
+                    push(*kind, evidence());
+                }
+            }
+        }
+    }
+    let failed_exit = exit_code.is_some_and(|c| c != 0);
+    if failed_exit {
+        let line = exit_line.unwrap_or_else(|| EvidenceLine {
+            file: "<exit code>".into(),
+            line: 0,
+            text: format!("exit code {}", exit_code.unwrap_or_default()),
+        });
+        push(IssueKind::ExecutionFailure, line);
+    }
+    issues.sort_by_key(|i| i.kind);
+    let failing = failed_exit
+        || issues.iter().any(|i| i.kind == IssueKind::ExecutionError)
+        || (exit_code.is_none() && !issues.is_empty());
+    let decisive = if failing {
+        FAIL_CLASS_PRIORITY
+            .iter()
+            .find(|k| issues.iter().any(|i| i.kind == **k))
+            .copied()
+    } else {
+        None
+    };
+    let fail_class = decisive.and_then(fail_class_of);
+    let verifier_fail_class = decisive.map(|k| match k {
+        IssueKind::Performance => VerifierFailClass::Timeout,
+        IssueKind::SecurityViolation | IssueKind::AuthError | IssueKind::ScopeViolation => {
+            VerifierFailClass::CommandDenied
+        }
+        IssueKind::ExecutionError => VerifierFailClass::ArtifactMissing,
+        _ => VerifierFailClass::CommandFailed,
+    });
+    Classification {
+        fail_class,
+        verifier_fail_class,
+        exit_code,
+        issues,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_002_observer_rules() {
+        let c = classify(
+            &[("stderr.log", "starting\nERROR: API Authentication failed\n")],
+            Some(1),
+        );
+        let kinds: Vec<_> = c.issues.iter().map(|i| i.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![IssueKind::ExecutionFailure, IssueKind::AuthError]
+        );
+        assert_eq!(
+            c.issues[1].evidence[0],
+            EvidenceLine {
+                file: "stderr.log".into(),
+                line: 2,
+                text: "ERROR: API Authentication failed".into()
+            }
+        );
+        assert_eq!(c.fail_class, Some(FailClass::SecurityViolation));
+
+        let c = classify(&[("stderr.log", "Request Timeout after 30s")], Some(124));
+        assert_eq!(c.fail_class, Some(FailClass::Timeout));
+        assert_eq!(c.verifier_fail_class, Some(VerifierFailClass::Timeout));
+
+        let c = classify(&[("stderr.log", "Schema mismatch in column id")], Some(1));
+        assert!(c.issues.iter().any(|i| i.kind == IssueKind::DataError));
+        assert_eq!(c.fail_class, Some(FailClass::TypeError));
+    }
+
+    #[test]
+    fn exit_code_alone_is_execution_failure() {
+        let c = classify(&[("selftest.log", "$ make\nEXIT_CODE=2")], Some(2));
+        assert_eq!(c.issues.len(), 1);
+        assert_eq!(c.issues[0].kind, IssueKind::ExecutionFailure);
+        assert_eq!(c.issues[0].evidence[0].line, 2);
+        assert_eq!(c.fail_class, Some(FailClass::TestFailure));
+        assert_eq!(
+            c.verifier_fail_class,
+            Some(VerifierFailClass::CommandFailed)
+        );
+    }
+
+    #[test]
+    fn success_has_no_fail_class() {
+        let c = classify(
+            &[("selftest.log", "test result: ok. 3 passed\nEXIT_CODE=0")],
+            Some(0),
+        );
+        assert!(c.issues.is_empty());
+        assert_eq!(c.fail_class, None);
+    }
+
+    #[test]
+    fn evidence_lines_are_capped() {
+        let text = "test x ... FAILED\n".repeat(20);
+        let c = classify(&[("t.log", &text)], Some(101));
+        let tf = c
+            .issues
+            .iter()
+            .find(|i| i.kind == IssueKind::TestFailure)
+            .unwrap();
+        assert_eq!(tf.evidence.len(), MAX_EVIDENCE_LINES);
+    }
+
+    #[test]
+    fn lint_and_type_errors() {
+        assert_eq!(
+            classify(&[("b.log", "error[E0308]: mismatched types")], Some(101)).fail_class,
+            Some(FailClass::TypeError)
+        );
+        assert_eq!(
+            classify(
+                &[(
+                    "b.log",
+                    "error: this could be simpler  = note: `#[deny(clippy::all)]`"
+                )],
+                Some(101)
+            )
+            .fail_class,
+            Some(FailClass::LintError)
+        );
+        assert_eq!(
+            classify(&[("b.log", "curl: (7) Connection refused")], Some(7)).fail_class,
+            Some(FailClass::ExternalDependency)
+        );
+    }
+}

@@ -1,0 +1,815 @@
+//! The harness run report (seed 003 "CTO Harness Evidence Interface
+//! Contract"): `report.json` required fields, SHA-256 `artifact_digests`,
+//! freshness, the normalized event sequence, approval events and fail-closed
+//! blockers.
+
+use crate::Violation;
+use crate::catalogue::ReasonCode;
+use crate::engine::ArtifactSource;
+use crate::json::{Reader, parse_rfc3339, parse_value, pointer};
+use crate::verdict::Finding;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// Seed 003 "Required Artifact Set" (`backend/` is a directory).
+pub const REQUIRED_ARTIFACTS: [&str; 7] = [
+    "report.json",
+    "report.md",
+    "events.normalized.jsonl",
+    "patch.diff",
+    "test.log",
+    "trace.jsonl",
+    "backend/",
+];
+/// Seed 003 "Digest Manifest": artifacts that need a SHA-256 digest.
+pub const DIGESTED_ARTIFACTS: [&str; 5] = [
+    "report.json",
+    "events.normalized.jsonl",
+    "patch.diff",
+    "test.log",
+    "trace.jsonl",
+];
+/// Seed 003 "Required Normalized Events", in order.
+pub const EVENT_ORDER: [&str; 10] = [
+    "run.started",
+    "task.contract.created",
+    "plan.updated",
+    "approval.requested",
+    "approval.granted",
+    "approval.denied",
+    "patch.applied",
+    "git.diff.checked",
+    "verification.completed",
+    "run.completed",
+];
+/// Seed 003 "Fail-Closed Semantics": the 12 classes.
+pub const FAIL_CLOSED_CLASSES: [&str; 12] = [
+    "no diff when a diff is required",
+    "disallowed file change",
+    "failed tests",
+    "missing test command",
+    "missing required event",
+    "backend reviewer reject",
+    "approval denied",
+    "timeout",
+    "dirty starting tree",
+    "dirty ending tree",
+    "artifact write failure",
+    "provider unavailable",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Pass,
+    Fail,
+    Blocked,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalStatus {
+    NotRequired,
+    Requested,
+    Granted,
+    Denied,
+}
+
+/// One verification command and its result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerificationResult {
+    pub command: String,
+    pub passed: bool,
+}
+
+/// `report.json` with the seed 003 required fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunReport {
+    pub case_id: String,
+    pub run_id: String,
+    pub status: RunStatus,
+    pub backend: String,
+    pub run_started_at: String,
+    pub run_finished_at: String,
+    pub backend_exit_code: Option<i64>,
+    pub artifacts_dir: String,
+    pub changed_files: Vec<String>,
+    pub allowed_writes_passed: bool,
+    pub approval_status: ApprovalStatus,
+    pub verification: Vec<VerificationResult>,
+    pub blockers: Vec<String>,
+    pub artifact_paths: BTreeMap<String, String>,
+    pub artifact_digests: BTreeMap<String, String>,
+    /// Artifact name → RFC 3339 time it was written or checked.
+    pub freshness: BTreeMap<String, String>,
+}
+
+fn string_map(
+    r: &mut Reader,
+    v: &Value,
+    path: &str,
+    rule: &str,
+) -> Option<BTreeMap<String, String>> {
+    let obj = r.object(v, path, rule)?;
+    let mut out = BTreeMap::new();
+    for (k, v) in obj {
+        // freshness entries may be {"written_at": t} / {"checked_at": t}
+        let s = match v {
+            Value::Object(inner) => inner
+                .get("written_at")
+                .or_else(|| inner.get("checked_at"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            other => other.as_str().map(str::to_owned),
+        };
+        match s {
+            Some(s) => {
+                out.insert(k.clone(), s);
+            }
+            None => r.violate(
+                rule,
+                pointer(path, k),
+                "must be a string (or an object with written_at/checked_at)",
+            ),
+        }
+    }
+    Some(out)
+}
+
+/// The fail-closed classes evident from the report's own fields.
+fn evident_fail_closed(report: &RunReport) -> Vec<(&'static str, ReasonCode)> {
+    let mut out = Vec::new();
+    if !report.allowed_writes_passed {
+        out.push(("disallowed file change", ReasonCode::ScopeConflict));
+    }
+    if report.verification.iter().any(|v| !v.passed) {
+        out.push(("failed tests", ReasonCode::CiFailed));
+    }
+    if report.verification.is_empty() {
+        out.push(("missing test command", ReasonCode::CiFailed));
+    }
+    if report.approval_status == ApprovalStatus::Denied {
+        out.push(("approval denied", ReasonCode::PolicyViolation));
+    }
+    out
+}
+
+/// Maps a blocker text to the catalogue code of its fail-closed class.
+#[must_use]
+pub fn reason_for_blocker(blocker: &str) -> ReasonCode {
+    let b = blocker.to_lowercase();
+    let table: [(&str, ReasonCode); 12] = [
+        ("timeout", ReasonCode::TimeoutExceeded),
+        ("disallowed", ReasonCode::ScopeConflict),
+        ("approval denied", ReasonCode::PolicyViolation),
+        ("reviewer reject", ReasonCode::PolicyViolation),
+        ("missing required event", ReasonCode::EvidenceMissing),
+        ("artifact write", ReasonCode::EvidenceMissing),
+        ("no diff", ReasonCode::EvidenceMissing),
+        ("dirty", ReasonCode::MergeConflict),
+        ("provider unavailable", ReasonCode::ExecutorError),
+        ("missing test command", ReasonCode::CiFailed),
+        ("failed test", ReasonCode::CiFailed),
+        ("test", ReasonCode::CiFailed),
+    ];
+    table
+        .iter()
+        .find(|(needle, _)| b.contains(needle))
+        .map_or(ReasonCode::CiFailed, |(_, c)| *c)
+}
+
+impl RunReport {
+    /// Decodes `report.json` and checks the rules that need no other file:
+    /// - `harness.json_syntax`, `harness.object`, `harness.required`, `harness.type`;
+    /// - `harness.status`, `harness.approval_status` (enums of seed 003);
+    /// - `harness.timestamps` (RFC 3339; finished not before started);
+    /// - `harness.digest_format` (64 hex characters);
+    /// - `harness.freshness` (each entry at or after `run_started_at`);
+    /// - `harness.fail_closed` (a fail-closed class evident from the report
+    ///   — disallowed write, failed or missing verification, approval denied —
+    ///   requires status fail/blocked and a blocker);
+    /// - `harness.blocker_recorded` (fail/blocked requires a blocker).
+    pub fn parse(bytes: &[u8]) -> Result<RunReport, Vec<Violation>> {
+        let value = parse_value("harness", bytes)?;
+        let mut r = Reader::new("harness");
+        let Some(root) = r.root(&value) else {
+            return Err(r.violations);
+        };
+        const REQ: &str = "harness.required";
+        const TYPE: &str = "harness.type";
+        let string = |r: &mut Reader, key: &str| {
+            r.required(root, "", key, REQ)
+                .and_then(|v| r.string(v, &pointer("", key), TYPE))
+        };
+        let case_id = string(&mut r, "case_id");
+        let run_id = string(&mut r, "run_id");
+        let backend = string(&mut r, "backend");
+        let artifacts_dir = string(&mut r, "artifacts_dir");
+        let status = string(&mut r, "status").and_then(|s| match s.as_str() {
+            "pass" => Some(RunStatus::Pass),
+            "fail" => Some(RunStatus::Fail),
+            "blocked" => Some(RunStatus::Blocked),
+            other => {
+                r.violate(
+                    "harness.status",
+                    "/status",
+                    format!("{other:?} is not pass, fail or blocked"),
+                );
+                None
+            }
+        });
+        let approval_status = string(&mut r, "approval_status").and_then(|s| match s.as_str() {
+            "not-required" => Some(ApprovalStatus::NotRequired),
+            "requested" => Some(ApprovalStatus::Requested),
+            "granted" => Some(ApprovalStatus::Granted),
+            "denied" => Some(ApprovalStatus::Denied),
+            other => {
+                r.violate(
+                    "harness.approval_status",
+                    "/approval_status",
+                    format!("{other:?} is not not-required, requested, granted or denied"),
+                );
+                None
+            }
+        });
+        let started = r
+            .required(root, "", "run_started_at", REQ)
+            .and_then(|v| r.timestamp(v, "/run_started_at", "harness.timestamps"));
+        let finished = r
+            .required(root, "", "run_finished_at", REQ)
+            .and_then(|v| r.timestamp(v, "/run_finished_at", "harness.timestamps"));
+        if let (Some(s), Some(f)) = (started, finished)
+            && f < s
+        {
+            r.violate(
+                "harness.timestamps",
+                "/run_finished_at",
+                "run_finished_at is before run_started_at",
+            );
+        }
+        let backend_exit_code =
+            r.required(root, "", "backend_exit_code", REQ)
+                .and_then(|v| match v {
+                    Value::Null => Some(None),
+                    v => r.integer(v, "/backend_exit_code", TYPE).map(Some),
+                });
+        let changed_files = r
+            .required(root, "", "changed_files", REQ)
+            .and_then(|v| r.string_array(v, "/changed_files", TYPE));
+        let allowed_writes_passed = r
+            .required(root, "", "allowed_writes_passed", REQ)
+            .and_then(|v| r.bool(v, "/allowed_writes_passed", TYPE));
+        let verification = r
+            .required(root, "", "verification", REQ)
+            .and_then(|v| read_verification(&mut r, v));
+        let blockers = r
+            .required(root, "", "blockers", REQ)
+            .and_then(|v| r.string_array(v, "/blockers", TYPE));
+        let artifact_paths = r
+            .required(root, "", "artifact_paths", REQ)
+            .and_then(|v| string_map(&mut r, v, "/artifact_paths", TYPE));
+        let artifact_digests = r
+            .required(root, "", "artifact_digests", REQ)
+            .and_then(|v| string_map(&mut r, v, "/artifact_digests", TYPE));
+        let freshness = r
+            .required(root, "", "freshness", REQ)
+            .and_then(|v| string_map(&mut r, v, "/freshness", TYPE));
+        for (name, digest) in artifact_digests.iter().flatten() {
+            let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                r.violate(
+                    "harness.digest_format",
+                    pointer("/artifact_digests", name),
+                    format!("{digest:?} is not a SHA-256 hex digest"),
+                );
+            }
+        }
+        if let (Some(fresh), Some(started)) = (&freshness, started) {
+            for (name, at) in fresh {
+                match parse_rfc3339(at) {
+                    Some(t) if t >= started => {}
+                    Some(_) => r.violate(
+                        "harness.freshness",
+                        pointer("/freshness", name),
+                        format!("{name} was written/checked at {at}, before run_started_at"),
+                    ),
+                    None => r.violate(
+                        "harness.freshness",
+                        pointer("/freshness", name),
+                        format!("{at:?} is not an RFC 3339 timestamp"),
+                    ),
+                }
+            }
+        }
+        if !r.violations.is_empty() {
+            return Err(r.violations);
+        }
+        let (
+            Some(case_id),
+            Some(run_id),
+            Some(status),
+            Some(backend),
+            Some(started_at),
+            Some(finished_at),
+            Some(backend_exit_code),
+            Some(artifacts_dir),
+            Some(changed_files),
+            Some(allowed_writes_passed),
+            Some(approval_status),
+            Some(verification),
+            Some(blockers),
+            Some(artifact_paths),
+            Some(artifact_digests),
+            Some(freshness),
+        ) = (
+            case_id,
+            run_id,
+            status,
+            backend,
+            root.get("run_started_at").and_then(Value::as_str),
+            root.get("run_finished_at").and_then(Value::as_str),
+            backend_exit_code,
+            artifacts_dir,
+            changed_files,
+            allowed_writes_passed,
+            approval_status,
+            verification,
+            blockers,
+            artifact_paths,
+            artifact_digests,
+            freshness,
+        )
+        else {
+            return Err(vec![Violation::new(
+                "harness.internal",
+                "",
+                "a field failed to decode without a recorded violation",
+            )]);
+        };
+        let report = RunReport {
+            case_id,
+            run_id,
+            status,
+            backend,
+            run_started_at: started_at.to_owned(),
+            run_finished_at: finished_at.to_owned(),
+            backend_exit_code,
+            artifacts_dir,
+            changed_files,
+            allowed_writes_passed,
+            approval_status,
+            verification,
+            blockers,
+            artifact_paths,
+            artifact_digests,
+            freshness,
+        };
+        let mut violations = Vec::new();
+        for (class, _) in evident_fail_closed(&report) {
+            if report.status == RunStatus::Pass || report.blockers.is_empty() {
+                violations.push(Violation::new("harness.fail_closed", "/status", format!("fail-closed class {class:?} requires status fail/blocked and a recorded blocker")));
+            }
+        }
+        if report.status != RunStatus::Pass && report.blockers.is_empty() {
+            violations.push(Violation::new(
+                "harness.blocker_recorded",
+                "/blockers",
+                "a fail/blocked run must record its blocker reason",
+            ));
+        }
+        if violations.is_empty() {
+            Ok(report)
+        } else {
+            Err(violations)
+        }
+    }
+}
+
+fn read_verification(r: &mut Reader, v: &Value) -> Option<Vec<VerificationResult>> {
+    let Some(items) = v.as_array() else {
+        r.violate(
+            "harness.type",
+            "/verification",
+            "must be an array of {command, passed}",
+        );
+        return None;
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let path = format!("/verification/{i}");
+        let Some(obj) = r.object(item, &path, "harness.type") else {
+            continue;
+        };
+        let command = r
+            .required(obj, &path, "command", "harness.required")
+            .and_then(|v| r.string(v, &pointer(&path, "command"), "harness.type"));
+        let passed = match (
+            obj.get("passed"),
+            obj.get("result").or_else(|| obj.get("status")),
+        ) {
+            (Some(v), _) => r.bool(v, &pointer(&path, "passed"), "harness.type"),
+            (None, Some(Value::String(s))) => match s.as_str() {
+                "pass" | "passed" => Some(true),
+                "fail" | "failed" => Some(false),
+                other => {
+                    r.violate(
+                        "harness.type",
+                        pointer(&path, "result"),
+                        format!("{other:?} is not pass/fail"),
+                    );
+                    None
+                }
+            },
+            _ => {
+                r.violate(
+                    "harness.required",
+                    pointer(&path, "passed"),
+                    "verification entry needs `passed` (or `result`)",
+                );
+                None
+            }
+        };
+        if let (Some(command), Some(passed)) = (command, passed) {
+            out.push(VerificationResult { command, passed });
+        }
+    }
+    Some(out)
+}
+
+fn finding(
+    check: &str,
+    rule: &str,
+    code: ReasonCode,
+    file: &str,
+    line: Option<u32>,
+    message: String,
+) -> Finding {
+    Finding {
+        check: check.to_owned(),
+        rule: rule.to_owned(),
+        reason_code: code,
+        file: file.to_owned(),
+        line,
+        message,
+    }
+}
+
+const CHECK: &str = "harness_report_valid";
+
+/// Checks a parsed report against the run's artifacts: the required artifact
+/// set (`harness.artifact_set`), digests (`harness.digest_present`,
+/// `harness.digest_match`), freshness entries (`harness.freshness_present`),
+/// and the event stream ([`check_events`]). A failed run becomes a
+/// `harness.run_failed` finding per blocker.
+pub fn check_run(
+    report: &RunReport,
+    artifacts: &dyn ArtifactSource,
+    names: &[String],
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for required in REQUIRED_ARTIFACTS {
+        let present = match required.strip_suffix('/') {
+            Some(dir) => names.iter().any(|n| n.starts_with(&format!("{dir}/"))),
+            None => names.iter().any(|n| n == required),
+        };
+        if !present {
+            out.push(finding(CHECK, "harness.artifact_set", ReasonCode::EvidenceMissing, required, None, format!("required harness artifact {required} is missing (seed 003 Required Artifact Set)")));
+        }
+    }
+    for required in DIGESTED_ARTIFACTS {
+        if !report.artifact_digests.contains_key(required) {
+            out.push(finding(
+                CHECK,
+                "harness.digest_present",
+                ReasonCode::EvidenceMissing,
+                "report.json",
+                None,
+                format!("artifact_digests has no entry for {required}"),
+            ));
+        }
+    }
+    for (name, digest) in &report.artifact_digests {
+        let expected = digest
+            .strip_prefix("sha256:")
+            .unwrap_or(digest)
+            .to_ascii_lowercase();
+        if name == "report.json" {
+            // A file cannot contain its own digest; an optional sidecar is checked instead.
+            if let Ok(Some(sidecar)) = artifacts.read("report.json.sha256") {
+                let side = String::from_utf8_lossy(&sidecar)
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_ascii_lowercase();
+                if let Ok(Some(bytes)) = artifacts.read("report.json")
+                    && crate::sha256_hex(&bytes) != side
+                {
+                    out.push(finding(
+                        CHECK,
+                        "harness.digest_match",
+                        ReasonCode::EvidenceTampered,
+                        "report.json.sha256",
+                        None,
+                        "report.json does not match its sidecar digest".into(),
+                    ));
+                }
+            }
+            continue;
+        }
+        let resolved = resolve_name(report, name, names);
+        match resolved.as_deref().map(|n| (n, artifacts.read(n))) {
+            Some((n, Ok(Some(bytes)))) => {
+                let actual = crate::sha256_hex(&bytes);
+                if actual != expected {
+                    out.push(finding(
+                        CHECK,
+                        "harness.digest_match",
+                        ReasonCode::EvidenceTampered,
+                        n,
+                        None,
+                        format!(
+                            "artifact_digests[{name}] is {expected} but the file hashes to {actual}"
+                        ),
+                    ));
+                }
+            }
+            Some((n, Err(e))) => out.push(finding(
+                CHECK,
+                "harness.digest_match",
+                ReasonCode::VerifierError,
+                n,
+                None,
+                format!("cannot read {n}: {e}"),
+            )),
+            _ => out.push(finding(
+                CHECK,
+                "harness.digest_match",
+                ReasonCode::EvidenceMissing,
+                name,
+                None,
+                format!("artifact_digests names {name}, which is not in the artifacts"),
+            )),
+        }
+    }
+    for required in REQUIRED_ARTIFACTS.iter().filter(|a| !a.ends_with('/')) {
+        if !report.freshness.contains_key(*required) {
+            out.push(finding(
+                CHECK,
+                "harness.freshness_present",
+                ReasonCode::EvidenceMissing,
+                "report.json",
+                None,
+                format!("freshness has no proof for {required}"),
+            ));
+        }
+    }
+    match artifacts.read("events.normalized.jsonl") {
+        Ok(Some(bytes)) => out.extend(check_events(&String::from_utf8_lossy(&bytes), report)),
+        Ok(None) => {}
+        Err(e) => out.push(finding(
+            CHECK,
+            "harness.events",
+            ReasonCode::VerifierError,
+            "events.normalized.jsonl",
+            None,
+            format!("unreadable: {e}"),
+        )),
+    }
+    if report.status != RunStatus::Pass {
+        for blocker in &report.blockers {
+            out.push(finding(
+                CHECK,
+                "harness.run_failed",
+                reason_for_blocker(blocker),
+                "report.json",
+                None,
+                format!(
+                    "harness run {} is {:?}: blocker {blocker:?}",
+                    report.run_id, report.status
+                ),
+            ));
+        }
+    }
+    out
+}
+
+fn resolve_name(report: &RunReport, key: &str, names: &[String]) -> Option<String> {
+    if names.iter().any(|n| n == key) {
+        return Some(key.to_owned());
+    }
+    let path = report.artifact_paths.get(key)?;
+    let dir = report.artifacts_dir.trim_end_matches('/');
+    let relative = path
+        .strip_prefix(dir)
+        .map(|p| p.trim_start_matches('/'))
+        .unwrap_or(path);
+    names.iter().find(|n| n.as_str() == relative).cloned()
+}
+
+fn event_name(obj: &Map<String, Value>) -> Option<&str> {
+    ["event", "type", "name", "kind"]
+        .iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_str))
+}
+
+/// Checks `events.normalized.jsonl` (seed 003 "Required Normalized Events",
+/// "Approval Semantics"):
+/// - `harness.events.syntax`: one JSON object per non-empty line with an event name;
+/// - `harness.events.required`: `run.started`, `task.contract.created`,
+///   `plan.updated`, `git.diff.checked`, `verification.completed`,
+///   `run.completed` always; `patch.applied` when files changed; approval
+///   events when `approval_status` is not `not-required`;
+/// - `harness.events.order`: the first occurrences follow the seed order;
+/// - `harness.approval.complete`: actor, scope, mutation_mode, timestamp and
+///   (for granted) expiry present, expiry after the timestamp;
+/// - `harness.approval.self`: no grant/denial by the run's own actor (the
+///   `run.started` actor, the requester, the backend or the case).
+#[must_use]
+pub fn check_events(text: &str, report: &RunReport) -> Vec<Finding> {
+    const FILE: &str = "events.normalized.jsonl";
+    let mut out = Vec::new();
+    let mut events: Vec<(u32, String, Map<String, Value>)> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(obj)) => match event_name(&obj) {
+                Some(name) => events.push((n, name.to_owned(), obj)),
+                None => out.push(finding(
+                    CHECK,
+                    "harness.events.syntax",
+                    ReasonCode::SchemaViolation,
+                    FILE,
+                    Some(n),
+                    "event has no `event` name".into(),
+                )),
+            },
+            _ => out.push(finding(
+                CHECK,
+                "harness.events.syntax",
+                ReasonCode::SchemaViolation,
+                FILE,
+                Some(n),
+                "line is not a JSON object".into(),
+            )),
+        }
+    }
+    let mut required: Vec<&str> = vec![
+        "run.started",
+        "task.contract.created",
+        "plan.updated",
+        "git.diff.checked",
+        "verification.completed",
+        "run.completed",
+    ];
+    if !report.changed_files.is_empty() {
+        required.push("patch.applied");
+    }
+    match report.approval_status {
+        ApprovalStatus::NotRequired => {}
+        ApprovalStatus::Requested => required.push("approval.requested"),
+        ApprovalStatus::Granted => required.extend(["approval.requested", "approval.granted"]),
+        ApprovalStatus::Denied => required.extend(["approval.requested", "approval.denied"]),
+    }
+    for name in &required {
+        if !events.iter().any(|(_, e, _)| e == name) {
+            out.push(finding(
+                CHECK,
+                "harness.events.required",
+                ReasonCode::EvidenceMissing,
+                FILE,
+                None,
+                format!("required normalized event {name} is missing"),
+            ));
+        }
+    }
+    let mut last_rank = 0usize;
+    let mut last_name = "";
+    let mut seen = std::collections::BTreeSet::new();
+    for (n, name, _) in &events {
+        let Some(rank) = EVENT_ORDER.iter().position(|e| e == name) else {
+            continue;
+        };
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        // granted and denied share a slot.
+        let rank = if name == "approval.denied" {
+            rank - 1
+        } else {
+            rank
+        };
+        if rank < last_rank {
+            out.push(finding(
+                CHECK,
+                "harness.events.order",
+                ReasonCode::SchemaViolation,
+                FILE,
+                Some(*n),
+                format!("{name} comes after {last_name}, against the seed 003 order"),
+            ));
+        } else {
+            last_rank = rank;
+            last_name = EVENT_ORDER.get(rank).copied().unwrap_or_default();
+        }
+    }
+    if let Some((n, name, _)) = events.last()
+        && name != "run.completed"
+        && events.iter().any(|(_, e, _)| e == "run.completed")
+    {
+        out.push(finding(
+            CHECK,
+            "harness.events.order",
+            ReasonCode::SchemaViolation,
+            FILE,
+            Some(*n),
+            format!("{name} after run.completed"),
+        ));
+    }
+    let run_actor = events
+        .iter()
+        .find(|(_, e, _)| e == "run.started")
+        .and_then(|(_, _, o)| o.get("actor"))
+        .and_then(Value::as_str);
+    let requester = events
+        .iter()
+        .find(|(_, e, _)| e == "approval.requested")
+        .and_then(|(_, _, o)| o.get("actor"))
+        .and_then(Value::as_str);
+    for (n, name, obj) in events.iter().filter(|(_, e, _)| e.starts_with("approval.")) {
+        let mut missing: Vec<&str> = ["actor", "scope", "mutation_mode"]
+            .into_iter()
+            .filter(|k| {
+                obj.get(*k)
+                    .and_then(Value::as_str)
+                    .is_none_or(|s| s.trim().is_empty())
+            })
+            .collect();
+        let at = obj
+            .get("timestamp")
+            .or_else(|| obj.get("ts"))
+            .and_then(Value::as_str)
+            .and_then(parse_rfc3339);
+        if at.is_none() {
+            missing.push("timestamp");
+        }
+        let expiry = obj.get("expiry").or_else(|| obj.get("expires_at"));
+        if name == "approval.granted" {
+            match expiry.and_then(Value::as_str).map(parse_rfc3339) {
+                Some(Some(exp)) => {
+                    if let Some(at) = at
+                        && exp <= at
+                    {
+                        out.push(finding(
+                            CHECK,
+                            "harness.approval.complete",
+                            ReasonCode::PolicyViolation,
+                            FILE,
+                            Some(*n),
+                            "approval expires before it was granted".into(),
+                        ));
+                    }
+                }
+                Some(None) => missing.push("expiry (RFC 3339)"),
+                None if expiry.is_some_and(Value::is_null) => {} // explicitly not applicable
+                None => missing.push("expiry"),
+            }
+        }
+        if !missing.is_empty() {
+            out.push(finding(
+                CHECK,
+                "harness.approval.complete",
+                ReasonCode::SchemaViolation,
+                FILE,
+                Some(*n),
+                format!("{name} lacks {}", missing.join(", ")),
+            ));
+        }
+        if name == "approval.granted" || name == "approval.denied" {
+            let actor = obj.get("actor").and_then(Value::as_str).unwrap_or_default();
+            let own = [
+                run_actor,
+                requester,
+                Some(report.backend.as_str()),
+                Some(report.case_id.as_str()),
+                Some("case"),
+            ];
+            if !actor.is_empty() && own.iter().flatten().any(|o| o.eq_ignore_ascii_case(actor)) {
+                out.push(finding(
+                    CHECK,
+                    "harness.approval.self",
+                    ReasonCode::PolicyViolation,
+                    FILE,
+                    Some(*n),
+                    format!(
+                        "{name} by {actor:?}, the run's own actor: a case must not approve itself"
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}

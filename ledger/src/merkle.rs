@@ -193,7 +193,7 @@ impl MemoryTree {
         }
         self.levels[0].push(leaf);
         let mut level = 0;
-        while self.levels[level].len() % 2 == 0 {
+        while self.levels[level].len().is_multiple_of(2) {
             let n = self.levels[level].len();
             let parent = node_hash(&self.levels[level][n - 2], &self.levels[level][n - 1]);
             if self.levels.len() == level + 1 {

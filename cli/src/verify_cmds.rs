@@ -1,35 +1,259 @@
-//! Offline verifier commands (placeholder; the verifier work replaces it).
+//! Offline verifier commands: `docket verify`, `docket validate-task`,
+//! `docket classify`. They run `docket-verifier` directly, with no ledger.
+//!
+//! Exit codes (seed 004 §3): 0 PASS / valid, 2 invalid task contract (every
+//! violated rule listed), 4 artifacts directory or input file missing,
+//! 5 verdict FAIL.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use docket_verifier::classify::classify;
+use docket_verifier::engine::{DirArtifacts, evaluate};
+use docket_verifier::verdict::Outcome;
+use docket_verifier::{TaskContract, Verdict, VerifierError, Violation};
 
-/// `docket verify DIR --task task.json`.
+const EXIT_PASS: u8 = 0;
+const EXIT_INVALID: u8 = 2;
+const EXIT_MISSING: u8 = 4;
+const EXIT_FAIL: u8 = 5;
+
+/// `docket verify DIR --task task.json`: run the verdict engine on an
+/// artifacts directory.
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
+    /// Artifacts directory (report.md, selftest.log, patch.diff, submit.json, evidence/...).
     pub dir: PathBuf,
-    #[arg(long)]
+    /// Task contract (seed 000 task input + acceptance).
+    #[arg(long, value_name = "FILE")]
     pub task: PathBuf,
+    /// Print the full scc.verdict.v1 JSON instead of the human summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the seed 001 verifier `verdict.json` (verdict, fail_class,
+    /// exit_code, evidence_paths, generated_utc) to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub verdict_json: Option<PathBuf>,
+    /// Evaluation time (RFC 3339); defaults to now. Fix it for reproducible output.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<String>,
 }
 
-/// `docket validate-task task.json`.
+/// `docket validate-task task.json`: check a task contract, listing every violated rule.
 #[derive(Debug, clap::Args)]
 pub struct ValidateTaskArgs {
     pub task_json: PathBuf,
+    /// Machine output.
+    #[arg(long)]
+    pub json: bool,
 }
 
-/// `docket classify LOG...`.
+/// `docket classify LOG... [--exit-code N]`: classify a failure from logs.
 #[derive(Debug, clap::Args)]
 pub struct ClassifyArgs {
+    #[arg(required = true)]
     pub logs: Vec<PathBuf>,
+    /// Exit code of the command that produced the logs.
+    #[arg(long, allow_hyphen_values = true)]
+    pub exit_code: Option<i32>,
+    /// Machine output.
+    #[arg(long)]
+    pub json: bool,
 }
 
-pub fn run_verify(_a: &VerifyArgs) -> Result<u8> {
-    Ok(crate::exit::USAGE)
+enum Loaded<T> {
+    Ok(T),
+    Exit(u8),
 }
-pub fn run_validate_task(_a: &ValidateTaskArgs) -> Result<u8> {
-    Ok(crate::exit::USAGE)
+
+fn read_input(path: &Path, json: bool, what: &str) -> Result<Loaded<Vec<u8>>> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Loaded::Ok(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            report_missing(json, &format!("{what} {} does not exist", path.display()));
+            Ok(Loaded::Exit(EXIT_MISSING))
+        }
+        Err(e) => Err(e).with_context(|| format!("reading {what} {}", path.display())),
+    }
 }
-pub fn run_classify(_a: &ClassifyArgs) -> Result<u8> {
-    Ok(crate::exit::USAGE)
+
+fn report_missing(json: bool, message: &str) {
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"error": message, "exit_code": EXIT_MISSING})
+        );
+    } else {
+        eprintln!("error: {message}");
+    }
+}
+
+fn report_violations(json: bool, path: &Path, violations: &[Violation]) {
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"task": path.display().to_string(), "valid": false, "violations": violations, "exit_code": EXIT_INVALID})
+        );
+    } else {
+        eprintln!(
+            "{}: invalid task contract, {} violation(s):",
+            path.display(),
+            violations.len()
+        );
+        for v in violations {
+            eprintln!("  {v}");
+        }
+    }
+}
+
+fn load_contract(path: &Path, json: bool) -> Result<Loaded<TaskContract>> {
+    let bytes = match read_input(path, json, "task contract")? {
+        Loaded::Ok(b) => b,
+        Loaded::Exit(code) => return Ok(Loaded::Exit(code)),
+    };
+    match TaskContract::parse(&bytes) {
+        Ok(contract) => Ok(Loaded::Ok(contract)),
+        Err(violations) => {
+            report_violations(json, path, &violations);
+            Ok(Loaded::Exit(EXIT_INVALID))
+        }
+    }
+}
+
+fn evaluation_time(now: Option<&str>) -> Result<time::OffsetDateTime> {
+    match now {
+        None => {
+            let now = time::OffsetDateTime::now_utc();
+            Ok(now.replace_nanosecond(0).unwrap_or(now))
+        }
+        Some(s) => time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+            .map_err(|e| {
+                anyhow::Error::new(crate::exit::CliError::new(
+                    crate::exit::USAGE,
+                    format!("--now {s:?} is not RFC 3339: {e}"),
+                ))
+            }),
+    }
+}
+
+fn print_verdict(verdict: &Verdict) {
+    let outcome = match verdict.verdict {
+        Outcome::Pass => "PASS",
+        Outcome::Fail => "FAIL",
+    };
+    match (verdict.reason_code, verdict.fail_class) {
+        (Some(code), Some(class)) => println!(
+            "{outcome}  task {}  reason {code} ({class})",
+            verdict.task_id
+        ),
+        _ => println!("{outcome}  task {}", verdict.task_id),
+    }
+    println!("checks:");
+    for (name, ok) in &verdict.checks {
+        println!("  {} {name}", if *ok { "ok  " } else { "FAIL" });
+    }
+    if !verdict.messages.is_empty() {
+        println!("messages:");
+        for m in &verdict.messages {
+            println!("  {m}");
+        }
+    }
+    println!(
+        "evaluated at {}, {} artifact(s) digested",
+        verdict.timestamps.evaluated_at,
+        verdict.evidence_digests.len()
+    );
+}
+
+/// Runs `docket verify`; returns the process exit code.
+pub fn run_verify(args: &VerifyArgs) -> Result<u8> {
+    let evaluated_at = evaluation_time(args.now.as_deref())?;
+    let contract = match load_contract(&args.task, args.json)? {
+        Loaded::Ok(c) => c,
+        Loaded::Exit(code) => return Ok(code),
+    };
+    let source = match DirArtifacts::open(&args.dir) {
+        Ok(s) => s,
+        Err(VerifierError::ArtifactsDirMissing { path }) => {
+            report_missing(
+                args.json,
+                &format!("artifacts directory {} is missing", path.display()),
+            );
+            return Ok(EXIT_MISSING);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let verdict = evaluate(&contract, &source, evaluated_at);
+    if let Some(path) = &args.verdict_json {
+        let output = serde_json::to_vec_pretty(&verdict.verifier_output())?;
+        std::fs::write(path, output).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if args.json {
+        println!("{}", String::from_utf8_lossy(&verdict.to_canonical_json()));
+    } else {
+        print_verdict(&verdict);
+    }
+    Ok(match verdict.verdict {
+        Outcome::Pass => EXIT_PASS,
+        Outcome::Fail => EXIT_FAIL,
+    })
+}
+
+/// Runs `docket validate-task`; 0 valid, 2 invalid, 4 missing file.
+pub fn run_validate_task(args: &ValidateTaskArgs) -> Result<u8> {
+    match load_contract(&args.task_json, args.json)? {
+        Loaded::Exit(code) => Ok(code),
+        Loaded::Ok(contract) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"task": args.task_json.display().to_string(), "valid": true, "task_id": contract.task_id.to_string(), "exit_code": EXIT_PASS})
+                );
+            } else {
+                println!(
+                    "{}: valid task contract {}",
+                    args.task_json.display(),
+                    contract.task_id
+                );
+            }
+            Ok(EXIT_PASS)
+        }
+    }
+}
+
+/// Runs `docket classify`; 0 when classified (even as a failure), 4 when a log is missing.
+pub fn run_classify(args: &ClassifyArgs) -> Result<u8> {
+    let mut texts = Vec::with_capacity(args.logs.len());
+    for path in &args.logs {
+        match read_input(path, args.json, "log")? {
+            Loaded::Ok(bytes) => texts.push((
+                path.display().to_string(),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            )),
+            Loaded::Exit(code) => return Ok(code),
+        }
+    }
+    let logs: Vec<(&str, &str)> = texts
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
+    let classification = classify(&logs, args.exit_code);
+    if args.json {
+        println!("{}", serde_json::to_string(&classification)?);
+        return Ok(EXIT_PASS);
+    }
+    match (
+        classification.fail_class,
+        classification.verifier_fail_class,
+    ) {
+        (Some(class), Some(verifier)) => println!("fail_class {class} (verifier: {verifier})"),
+        _ => println!("no failure indicated"),
+    }
+    for issue in &classification.issues {
+        println!("{:?}", issue.kind);
+        for line in &issue.evidence {
+            println!("  {}:{}: {}", line.file, line.line, line.text);
+        }
+    }
+    Ok(EXIT_PASS)
 }

@@ -35,6 +35,9 @@ pub use task::TaskContract;
 pub use verdict::{Verdict, VerifierOutput};
 pub use violation::Violation;
 
+/// The `time` crate this API uses (for [`evaluate`]'s `evaluated_at`).
+pub use time;
+
 /// Hex-encoded SHA-256 of `bytes` (lower case), the digest format used by every
 /// seed document.
 #[must_use]

@@ -453,8 +453,7 @@ impl<'t> Parser<'t> {
             self.pos += 1;
             let (mut old_left, mut new_left) = (hunk.old_count, hunk.new_count);
             let mut last_was_body = false;
-            loop {
-                let Some(body) = self.peek(0) else { break };
+            while let Some(body) = self.peek(0) {
                 let bn = line_no(self.pos);
                 if body.starts_with('\\') {
                     if !last_was_body {

@@ -12,6 +12,7 @@
 //! evidence contracts and verdict engine in `docket-verifier`.
 
 pub mod authority;
+pub mod blobs;
 pub mod checkpoint;
 pub mod domain;
 pub mod error;

@@ -28,6 +28,8 @@ pub struct LedgerState {
     pub last_recorded_at_ms: u64,
     /// Keys and roles.
     pub keys: KeysProjection,
+    /// Verdict state per task and the OID registry.
+    pub domain: crate::domain::DomainState,
 }
 
 

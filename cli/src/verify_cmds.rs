@@ -257,3 +257,93 @@ pub fn run_classify(args: &ClassifyArgs) -> Result<u8> {
     }
     Ok(EXIT_PASS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../verifier/tests/cases")
+            .join(name)
+    }
+
+    fn verify(name: &str, dir: PathBuf) -> u8 {
+        let args = VerifyArgs {
+            dir,
+            task: case(name).join("task.json"),
+            json: true,
+            verdict_json: None,
+            now: Some("2026-02-09T14:30:00Z".into()),
+        };
+        run_verify(&args).expect("verify runs")
+    }
+
+    #[test]
+    fn exit_codes() {
+        assert_eq!(
+            verify("pass_minimal", case("pass_minimal").join("artifacts")),
+            EXIT_PASS
+        );
+        assert_eq!(
+            verify(
+                "fail_scope_forbidden_path",
+                case("fail_scope_forbidden_path").join("artifacts")
+            ),
+            EXIT_FAIL
+        );
+        assert_eq!(
+            verify("pass_minimal", case("pass_minimal").join("no-such-dir")),
+            EXIT_MISSING
+        );
+        assert_eq!(
+            verify(
+                "invalid_task_every_rule",
+                case("invalid_task_every_rule").join("artifacts")
+            ),
+            EXIT_INVALID
+        );
+        let validate = ValidateTaskArgs {
+            task_json: case("invalid_task_overlapping_pins").join("task.json"),
+            json: true,
+        };
+        assert_eq!(run_validate_task(&validate).expect("runs"), EXIT_INVALID);
+        let validate = ValidateTaskArgs {
+            task_json: case("pass_minimal").join("task.json"),
+            json: false,
+        };
+        assert_eq!(run_validate_task(&validate).expect("runs"), EXIT_PASS);
+    }
+
+    #[test]
+    fn verdict_json_is_seed_001_output() {
+        let out = tempfile::tempdir().expect("tempdir");
+        let path = out.path().join("verdict.json");
+        let args = VerifyArgs {
+            dir: case("fail_evidence_missing_selftest").join("artifacts"),
+            task: case("fail_evidence_missing_selftest").join("task.json"),
+            json: true,
+            verdict_json: Some(path.clone()),
+            now: Some("2026-02-09T14:30:00Z".into()),
+        };
+        assert_eq!(run_verify(&args).expect("runs"), EXIT_FAIL);
+        let output =
+            docket_verifier::VerifierOutput::parse(&std::fs::read(&path).expect("written"))
+                .expect("valid seed 001 verdict.json");
+        assert_eq!(
+            output.fail_class,
+            Some(docket_verifier::VerifierFailClass::ArtifactMissing)
+        );
+        assert_eq!(output.generated_utc, "2026-02-09T14:30:00Z");
+    }
+
+    #[test]
+    fn classify_missing_log_is_4() {
+        let args = ClassifyArgs {
+            logs: vec![PathBuf::from("/no/such/log")],
+            exit_code: Some(1),
+            json: true,
+        };
+        assert_eq!(run_classify(&args).expect("runs"), EXIT_MISSING);
+    }
+}

@@ -635,6 +635,34 @@ fn evidence_present(ctx: &Ctx<'_>) -> RuleOutput {
             ));
         }
     }
+    for name in &ctx.names {
+        let file = name.rsplit('/').next().unwrap_or(name);
+        if (file == "pre_state.json" || file == "post_state.json")
+            && let Some(bytes) = ctx.store.blobs.get(name)
+            && !serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|v| v.is_object())
+        {
+            out.push(f(
+                CHECK,
+                "evidence.state_json.parse",
+                ReasonCode::SchemaViolation,
+                name,
+                None,
+                format!("{file} must be a JSON object capturing the state"),
+            ));
+        }
+        if (name.starts_with("screenshots/") || name.contains("/screenshots/"))
+            && !EvidenceType::Screenshot.matches_artifact(name)
+        {
+            out.push(f(
+                CHECK,
+                "evidence.screenshots.images_only",
+                ReasonCode::PolicyViolation,
+                name,
+                None,
+                "screenshots/ MUST contain only images",
+            ));
+        }
+    }
     (vec![CHECK], out)
 }
 

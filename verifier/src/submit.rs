@@ -77,7 +77,8 @@ impl Submission {
     /// - `submit.done_exit_code` (`status=DONE` implies `exit_code=0`);
     /// - `submit.tests_failed_status` (`tests.passed=false` ⇒ `status=FAILED`
     ///   and `reason_code=CI_FAILED`);
-    /// - `submit.needs_input` (`status=NEED_INPUT` ⇒ at least one question).
+    /// - `submit.needs_input` (`status=NEED_INPUT` ⇒ at least one question);
+    /// - `submit.tests.commands.non_empty` (each command a runnable string).
     ///
     /// Rules that need the contract or the artifacts (task id, pins, artifact
     /// existence, diff scope) are checked by [`crate::engine::evaluate`].
@@ -208,6 +209,17 @@ impl Submission {
                     "tests.passed=false requires status=FAILED and reason_code=CI_FAILED, found status={status:?} reason_code={reason:?}"
                 ),
             );
+        }
+        if let Some(tests) = &tests {
+            for (i, command) in tests.commands.iter().enumerate() {
+                if command.trim().is_empty() {
+                    r.violate(
+                        "submit.tests.commands.non_empty",
+                        format!("/tests/commands/{i}"),
+                        "each test command must be a runnable, non-empty string",
+                    );
+                }
+            }
         }
         if let (Some(SubmitStatus::NeedInput), Some(needs)) = (status, &needs_input)
             && needs.iter().all(|q| q.trim().is_empty())

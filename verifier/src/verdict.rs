@@ -95,6 +95,7 @@ pub struct Verdict {
     /// per evidence rule group the verifier ran.
     pub checks: BTreeMap<String, bool>,
     pub timestamps: Timestamps,
+    #[serde(default)]
     pub links: Links,
     /// Evidence OIDs (filled by the ledger; empty from the offline engine).
     #[serde(default)]

@@ -603,6 +603,37 @@ def _(c):
     c["task"]["acceptance"]["required_checks"].append("lint_clean")
 
 
+@case("pass_with_state_and_screenshots", "PASS", None, [])
+def _(c):
+    c["files"]["evidence/pre_state.json"] = json.dumps({"files": {"src/lib.rs": {"size": 40}}})
+    c["files"]["evidence/post_state.json"] = json.dumps({"files": {"src/lib.rs": {"size": 90}, "docs/hello.md": {"size": 30}}})
+    c["files"]["screenshots/docs.png"] = "\x89PNG fake"
+    c["task"]["acceptance"]["required_evidence"] += ["screenshot", "other"]
+
+
+@case("fail_schema_state_json_invalid", "FAIL", "SCHEMA_VIOLATION", ["evidence_present"], ["evidence.state_json.parse"])
+def _(c):
+    c["files"]["evidence/post_state.json"] = "not json"
+
+
+@case("fail_policy_non_image_in_screenshots", "FAIL", "POLICY_VIOLATION", ["evidence_present"], ["evidence.screenshots.images_only"])
+def _(c):
+    c["files"]["screenshots/creds.txt"] = "AWS_SECRET=..."
+
+
+@case("fail_schema_empty_test_command", "FAIL", "SCHEMA_VIOLATION", ["schema_valid", "tests_passed"], ["submit.tests.commands.non_empty"])
+def _(c):
+    s = submit_of(c); s["tests"]["commands"].append("  "); set_submit(c, s)
+
+
+@case("fail_priority_tamper_beats_scope_and_missing", "FAIL", "EVIDENCE_TAMPERED", ["patch_diff_valid", "scope_valid", "report_md_valid"], ["evidence.patch_diff.copies_identical", "evidence.patch_diff.within_pins", "evidence.report_md.sections"])
+def _(c):
+    d = DIFF + "diff --git a/Makefile b/Makefile\n--- a/Makefile\n+++ b/Makefile\n@@ -1 +1 @@\n-a\n+b\n"
+    c["files"]["patch.diff"] = d
+    c["files"]["report.md"] = "src/lib.rs docs/hello.md"
+    s = submit_of(c); s["changed_files"].append("Makefile"); set_submit(c, s)
+
+
 INVALID_TASKS = {
     "invalid_task_every_rule": (
         {"task_id": "TASK-001", "goal": "", "pins": {"allowed_paths": [], "forbidden_paths": []},

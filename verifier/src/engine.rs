@@ -55,7 +55,8 @@ impl ArtifactSource for MemoryArtifacts {
 }
 
 /// Artifacts in a directory. Listing walks it recursively; symlinked
-/// directories are not followed (no cycles, no escaping the root).
+/// directories are not followed (no cycles), and a symlinked file whose target
+/// lies outside the root is refused ([`VerifierError::InvalidArtifactName`]).
 #[derive(Debug, Clone)]
 pub struct DirArtifacts {
     root: PathBuf,
@@ -118,7 +119,20 @@ impl ArtifactSource for DirArtifacts {
                 name: name.to_owned(),
             });
         };
-        match std::fs::read(self.root.join(normal)) {
+        let path = self.root.join(normal);
+        // A symlink may point anywhere; only targets inside the root are artifacts.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            let inside = match (path.canonicalize(), self.root.canonicalize()) {
+                (Ok(target), Ok(root)) => target.starts_with(root),
+                _ => false,
+            };
+            if !inside {
+                return Err(VerifierError::InvalidArtifactName {
+                    name: name.to_owned(),
+                });
+            }
+        }
+        match std::fs::read(path) {
             Ok(bytes) => Ok(Some(bytes)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(VerifierError::ArtifactUnreadable {
@@ -365,6 +379,15 @@ fn guarded(
     ran: &mut BTreeSet<&'static str>,
     rule: impl FnOnce() -> RuleOutput,
 ) {
+    let rule = || {
+        #[cfg(test)]
+        tests::PANIC_IN.with(|p| {
+            if p.get() == Some(name) {
+                panic!("injected panic in {name}");
+            }
+        });
+        rule()
+    };
     match catch_unwind(AssertUnwindSafe(rule)) {
         Ok((done, fs)) => {
             ran.extend(done);
@@ -1276,6 +1299,34 @@ fn harness_rules(ctx: &Ctx<'_>) -> RuleOutput {
 mod tests {
     use super::*;
 
+    thread_local! {
+        /// Rule group that panics on purpose (tests of the catch_unwind guard).
+        pub(super) static PANIC_IN: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+    }
+
+    #[test]
+    fn panic_inside_a_rule_fails_closed_with_the_rest_still_judged() {
+        let artifacts = MemoryArtifacts::new().with("submit.json", "{}");
+        for group in ["scope", "selftest_log", "harness", "evidence_present"] {
+            PANIC_IN.with(|p| p.set(Some(group)));
+            let v = evaluate(&contract(), &artifacts, time::OffsetDateTime::UNIX_EPOCH);
+            PANIC_IN.with(|p| p.set(None));
+            assert_eq!(v.verdict, crate::verdict::Outcome::Fail, "{group}");
+            assert_eq!(v.reason_code, Some(ReasonCode::VerifierError), "{group}");
+            assert!(
+                v.findings
+                    .iter()
+                    .any(|x| x.rule == "engine.panic" && x.message.contains(group)),
+                "{group}"
+            );
+            // Other rules still ran and reported.
+            assert!(
+                v.findings.iter().any(|x| x.rule == "submit.required"),
+                "{group}"
+            );
+        }
+    }
+
     struct Panicking;
     impl ArtifactSource for Panicking {
         fn list(&self) -> Result<Vec<String>, VerifierError> {
@@ -1333,6 +1384,34 @@ mod tests {
             assert_eq!(v.checks.get(seed), Some(&false), "{seed}");
         }
         assert_eq!(v.timestamps.evaluated_at, "1970-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn symlink_out_of_root_fails_closed() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("inside.txt"), "i").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("secret"),
+            dir.path().join("submit.json"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(dir.path().join("inside.txt"), dir.path().join("alias.txt"))
+            .unwrap();
+        let source = DirArtifacts::open(dir.path()).unwrap();
+        assert!(matches!(
+            source.read("submit.json"),
+            Err(VerifierError::InvalidArtifactName { .. })
+        ));
+        assert_eq!(source.read("alias.txt").unwrap(), Some(b"i".to_vec()));
+        let v = evaluate(&contract(), &source, time::OffsetDateTime::UNIX_EPOCH);
+        assert_eq!(v.reason_code, Some(ReasonCode::VerifierError));
+        assert!(
+            v.findings
+                .iter()
+                .any(|x| x.rule == "engine.artifact_unreadable" && x.file == "submit.json")
+        );
     }
 
     #[test]

@@ -54,6 +54,9 @@ impl ArtifactSource for MemoryArtifacts {
     }
 }
 
+/// Largest artifact [`DirArtifacts`] reads (the engine holds artifacts in memory).
+pub const MAX_ARTIFACT_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Artifacts in a directory. Listing walks it recursively; symlinked
 /// directories are not followed (no cycles), and a symlinked file whose target
 /// lies outside the root is refused ([`VerifierError::InvalidArtifactName`]).
@@ -131,6 +134,15 @@ impl ArtifactSource for DirArtifacts {
                     name: name.to_owned(),
                 });
             }
+        }
+        if let Ok(meta) = std::fs::metadata(&path)
+            && meta.len() > MAX_ARTIFACT_BYTES
+        {
+            return Err(VerifierError::ArtifactTooLarge {
+                name: name.to_owned(),
+                size: meta.len(),
+                limit: MAX_ARTIFACT_BYTES,
+            });
         }
         match std::fs::read(path) {
             Ok(bytes) => Ok(Some(bytes)),

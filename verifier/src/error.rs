@@ -26,6 +26,12 @@ pub enum VerifierError {
     #[error("artifact name {name:?} is not a relative path inside the artifacts root")]
     InvalidArtifactName { name: String },
 
+    /// An artifact is larger than [`crate::engine::MAX_ARTIFACT_BYTES`]; it is
+    /// not read. Callers treat it as unjudgeable: the verdict is FAIL
+    /// (`VERIFIER_ERROR`); split or compress the evidence.
+    #[error("artifact {name} is {size} bytes, over the {limit}-byte limit")]
+    ArtifactTooLarge { name: String, size: u64, limit: u64 },
+
     /// A document could not be decoded; `violations` lists every broken rule.
     /// Callers show the list (exit code 2 for a task contract).
     #[error("{document} is invalid: {} violation(s)", violations.len())]

@@ -813,3 +813,137 @@ pub fn check_events(text: &str, report: &RunReport) -> Vec<Finding> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(approval: ApprovalStatus) -> RunReport {
+        RunReport {
+            case_id: "CASE-1".into(),
+            run_id: "r".into(),
+            status: RunStatus::Pass,
+            backend: "backend-x".into(),
+            run_started_at: "2026-02-09T14:00:00Z".into(),
+            run_finished_at: "2026-02-09T14:10:00Z".into(),
+            backend_exit_code: Some(0),
+            artifacts_dir: "/runs/r".into(),
+            changed_files: vec![],
+            allowed_writes_passed: true,
+            approval_status: approval,
+            verification: vec![VerificationResult {
+                command: "make test".into(),
+                passed: true,
+            }],
+            blockers: vec![],
+            artifact_paths: BTreeMap::new(),
+            artifact_digests: BTreeMap::new(),
+            freshness: BTreeMap::new(),
+        }
+    }
+
+    fn rules(findings: &[Finding]) -> Vec<&str> {
+        findings.iter().map(|f| f.rule.as_str()).collect()
+    }
+
+    const BASE: [&str; 3] = [
+        r#"{"event":"run.started","actor":"harness"}"#,
+        r#"{"event":"task.contract.created"}"#,
+        r#"{"event":"plan.updated"}"#,
+    ];
+    const TAIL: [&str; 3] = [
+        r#"{"event":"git.diff.checked"}"#,
+        r#"{"event":"verification.completed"}"#,
+        r#"{"event":"run.completed"}"#,
+    ];
+
+    #[test]
+    fn denied_approval_in_order_is_accepted() {
+        let approval = [
+            r#"{"event":"approval.requested","actor":"backend-x","scope":"src/","mutation_mode":"write","timestamp":"2026-02-09T14:01:00Z"}"#,
+            r#"{"event":"approval.denied","actor":"operator","scope":"src/","mutation_mode":"write","timestamp":"2026-02-09T14:02:00Z"}"#,
+        ];
+        let text = BASE
+            .iter()
+            .chain(&approval)
+            .chain(&TAIL)
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(check_events(&text, &report(ApprovalStatus::Denied)).is_empty());
+    }
+
+    #[test]
+    fn events_after_run_completed_and_garbage_lines() {
+        let text = BASE
+            .iter()
+            .chain(&TAIL)
+            .copied()
+            .chain([r#"{"event":"plan.updated"}"#, "not json"])
+            .collect::<Vec<_>>()
+            .join("\n");
+        let found = check_events(&text, &report(ApprovalStatus::NotRequired));
+        assert!(rules(&found).contains(&"harness.events.order"), "{found:?}");
+        let syntax = found
+            .iter()
+            .find(|f| f.rule == "harness.events.syntax")
+            .expect("syntax finding");
+        assert_eq!(syntax.line, Some(8));
+    }
+
+    #[test]
+    fn approval_needs_events_and_expiry_after_grant() {
+        let text = BASE
+            .iter()
+            .chain(&TAIL)
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n");
+        let found = check_events(&text, &report(ApprovalStatus::Granted));
+        assert_eq!(
+            rules(&found)
+                .iter()
+                .filter(|r| **r == "harness.events.required")
+                .count(),
+            2
+        );
+        let grant = r#"{"event":"approval.granted","actor":"op","scope":"s","mutation_mode":"write","timestamp":"2026-02-09T14:02:00Z","expires_at":"2026-02-09T14:01:00Z"}"#;
+        let text = BASE
+            .iter()
+            .copied()
+            .chain([grant])
+            .chain(TAIL)
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            rules(&check_events(&text, &report(ApprovalStatus::Granted)))
+                .contains(&"harness.approval.complete")
+        );
+    }
+
+    #[test]
+    fn blockers_map_to_catalogue_codes() {
+        assert_eq!(
+            reason_for_blocker("Timeout after 600s"),
+            ReasonCode::TimeoutExceeded
+        );
+        assert_eq!(
+            reason_for_blocker("disallowed file change: .github/x"),
+            ReasonCode::ScopeConflict
+        );
+        assert_eq!(
+            reason_for_blocker("dirty starting tree"),
+            ReasonCode::MergeConflict
+        );
+        assert_eq!(
+            reason_for_blocker("provider unavailable"),
+            ReasonCode::ExecutorError
+        );
+        assert_eq!(
+            reason_for_blocker("backend reviewer reject"),
+            ReasonCode::PolicyViolation
+        );
+        assert_eq!(reason_for_blocker("something odd"), ReasonCode::CiFailed);
+        assert_eq!(FAIL_CLOSED_CLASSES.len(), 12);
+    }
+}

@@ -1,19 +1,384 @@
 //! The gRPC server (`docket serve`), `docket demo` and `docket bench-load`.
-//! Placeholder until the server work lands.
+//!
+//! [`spawn`] starts a server on a tokio runtime and returns its bound
+//! address and a handle for graceful shutdown; `docket serve` wraps it with
+//! configuration, signals and logs. Every `docket.v1` service is served,
+//! plus the standard `grpc.health.v1.Health` and server reflection (v1 and
+//! v1alpha). The ledger API is blocking; services call it on the blocking
+//! pool. Ledger errors become statuses in one place, [`status`].
 
-use anyhow::Result;
+pub mod bench_load;
+pub mod config;
+pub mod convert;
+pub mod demo;
+pub mod domain_svc;
+pub mod keys_svc;
+pub mod ledger_svc;
+pub mod shared;
+pub mod status;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
 use clap::Subcommand;
+use docket_ledger::Ledger;
+use docket_ledger::domain::{Docket, DocketOptions};
+use docket_ledger::ledger::InitOutcome;
+use docket_proto::v1::admin_server::AdminServer;
+use docket_proto::v1::approvals_server::ApprovalsServer;
+use docket_proto::v1::evidence_server::EvidenceServer;
+use docket_proto::v1::executions_server::ExecutionsServer;
+use docket_proto::v1::export_server::ExportServer;
+use docket_proto::v1::keys_server::KeysServer;
+use docket_proto::v1::ledger_server::LedgerServer;
+use docket_proto::v1::retention_server::RetentionServer;
+use docket_proto::v1::submissions_server::SubmissionsServer;
+use docket_proto::v1::tasks_server::TasksServer;
+use docket_proto::v1::verdicts_server::VerdictsServer;
+use tokio::sync::watch;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+
+pub use config::{ServeArgs, ServeOptions};
 
 use crate::Ctx;
+use crate::exit;
+use domain_svc::DomainService;
+use keys_svc::{AdminService, KeysService};
+use ledger_svc::LedgerService;
+use shared::Shared;
 
 /// Commands this module adds to `docket`.
 #[derive(Debug, Subcommand)]
 pub enum ServerCmd {
-    /// (placeholder)
-    #[command(hide = true)]
-    ServerPlaceholder,
+    /// Run the gRPC server on the ledger in `--data` (initialising an empty
+    /// directory). Prints `listening on ADDR`; SIGINT/SIGTERM shut it down
+    /// gracefully.
+    Serve(ServeArgs),
+    /// A newcomer's first five minutes: a server on a temporary ledger, keys,
+    /// a task, a passing and a failing submission, verdicts, a proof, an
+    /// export and its audit.
+    Demo(demo::DemoArgs),
+    /// Load generator: N clients appending for S seconds against `--server`;
+    /// prints appends/s and latency percentiles.
+    BenchLoad(bench_load::BenchLoadArgs),
 }
 
-pub fn run(_cmd: &ServerCmd, _ctx: &Ctx) -> Result<u8> {
-    Ok(crate::exit::USAGE)
+pub fn run(cmd: &ServerCmd, ctx: &Ctx) -> Result<u8> {
+    match cmd {
+        ServerCmd::Serve(args) => run_serve(ctx, args),
+        ServerCmd::Demo(args) => demo::run(ctx, args),
+        ServerCmd::BenchLoad(args) => bench_load::run(ctx, args),
+    }
+}
+
+/// A server running on the current tokio runtime.
+#[derive(Debug)]
+pub struct RunningServer {
+    /// The bound address (the real port when listening on port 0).
+    pub addr: SocketAddr,
+    /// Set when this start initialised an empty data directory.
+    pub init: Option<InitOutcome>,
+    shutdown_tx: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+    docket: Docket,
+    health: tonic_health::server::HealthReporter,
+}
+
+impl RunningServer {
+    /// `http://ADDR`, for clients.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The ledger the server writes to.
+    pub fn ledger(&self) -> &Ledger {
+        self.docket.ledger()
+    }
+
+    /// The domain service the server runs on.
+    pub fn docket(&self) -> &Docket {
+        &self.docket
+    }
+
+    /// Graceful shutdown: health turns NOT_SERVING, live streams end with
+    /// UNAVAILABLE (clients resume by sequence), no new connection is
+    /// accepted, in-flight calls finish, then the ledger drains its queue,
+    /// writes snapshots and closes.
+    pub async fn shutdown(self) -> Result<()> {
+        self.health
+            .set_service_status("", tonic_health::ServingStatus::NotServing)
+            .await;
+        let _ = self.shutdown_tx.send(true);
+        let served = self.task.await.context("the server task panicked")?;
+        let docket = self.docket;
+        tokio::task::spawn_blocking(move || docket.close())
+            .await
+            .context("closing the ledger panicked")??;
+        served.context("serving")?;
+        Ok(())
+    }
+}
+
+/// Opens the ledger in `opts.data`, initialising it when the directory has
+/// no ledger yet.
+fn open_or_init(opts: &ServeOptions) -> Result<(Docket, Option<InitOutcome>)> {
+    let options = DocketOptions {
+        auto_verify: opts.auto_verify,
+        ..DocketOptions::default()
+    };
+    let mut init = None;
+    if !docket_ledger::ledger::exists(&opts.data) {
+        let (ledger, info) = Ledger::init(&opts.data, opts.origin.as_deref())?;
+        ledger.close()?;
+        drop(ledger);
+        init = Some(info);
+    }
+    let docket = Docket::open(&opts.data, opts.ledger.clone(), options)?;
+    Ok((docket, init))
+}
+
+/// Starts a server on the current (multi-threaded) tokio runtime.
+pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
+    opts.validate()?;
+    let listener = tokio::net::TcpListener::bind(opts.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", opts.listen))?;
+    let addr = listener.local_addr()?;
+    let o = opts.clone();
+    let (docket, init) = tokio::task::spawn_blocking(move || open_or_init(&o))
+        .await
+        .context("opening the ledger panicked")??;
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let shared = Shared::new(
+        docket.clone(),
+        shutdown_rx.clone(),
+        opts.max_inflight,
+        opts.read_token.clone(),
+        opts.ledger.queue_depth as u64,
+    );
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<LedgerServer<LedgerService>>().await;
+    health.set_serving::<KeysServer<KeysService>>().await;
+    health.set_serving::<AdminServer<AdminService>>().await;
+    health.set_serving::<TasksServer<DomainService>>().await;
+    health.set_serving::<EvidenceServer<DomainService>>().await;
+    health
+        .set_serving::<ExecutionsServer<DomainService>>()
+        .await;
+    health
+        .set_serving::<SubmissionsServer<DomainService>>()
+        .await;
+    health.set_serving::<VerdictsServer<DomainService>>().await;
+    health.set_serving::<ApprovalsServer<DomainService>>().await;
+    health.set_serving::<RetentionServer<DomainService>>().await;
+    health.set_serving::<ExportServer<DomainService>>().await;
+    health
+        .set_service_status("", tonic_health::ServingStatus::Serving)
+        .await;
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(docket_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(docket_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+
+    let domain = DomainService {
+        shared: Arc::clone(&shared),
+    };
+    let ledger_service = LedgerService {
+        shared: Arc::clone(&shared),
+    };
+    let router = Server::builder()
+        .concurrency_limit_per_connection(opts.concurrency_per_connection)
+        .tcp_nodelay(true)
+        .trace_fn(|req| tracing::debug_span!("rpc", path = %req.uri().path()))
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(LedgerServer::new(ledger_service))
+        .add_service(KeysServer::new(KeysService {
+            shared: Arc::clone(&shared),
+        }))
+        .add_service(AdminServer::new(AdminService {
+            shared: Arc::clone(&shared),
+            auto_verify: opts.auto_verify,
+        }))
+        .add_service(TasksServer::new(domain.clone()))
+        .add_service(EvidenceServer::new(domain.clone()))
+        .add_service(ExecutionsServer::new(domain.clone()))
+        .add_service(SubmissionsServer::new(domain.clone()))
+        .add_service(VerdictsServer::new(domain.clone()))
+        .add_service(ApprovalsServer::new(domain.clone()))
+        .add_service(RetentionServer::new(domain.clone()))
+        .add_service(ExportServer::new(domain));
+    drop(shared);
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let mut stop = shutdown_rx;
+    let task = tokio::spawn(async move {
+        router
+            .serve_with_incoming_shutdown(incoming, async move {
+                let _ = stop.wait_for(|s| *s).await;
+            })
+            .await
+    });
+    tracing::info!(%addr, data = %opts.data.display(), "docket server started");
+    Ok(RunningServer {
+        addr,
+        init,
+        shutdown_tx,
+        task,
+        docket,
+        health,
+    })
+}
+
+/// A server on its own multi-threaded runtime, for synchronous callers
+/// (`docket demo`, tests that use the blocking client).
+#[derive(Debug)]
+pub struct BackgroundServer {
+    runtime: Option<tokio::runtime::Runtime>,
+    server: Option<RunningServer>,
+    pub addr: SocketAddr,
+}
+
+impl BackgroundServer {
+    /// Starts a server on a fresh runtime.
+    pub fn start(opts: ServeOptions) -> Result<Self> {
+        let runtime = server_runtime()?;
+        let server = runtime.block_on(spawn(opts))?;
+        Ok(Self {
+            addr: server.addr,
+            runtime: Some(runtime),
+            server: Some(server),
+        })
+    }
+
+    /// `http://ADDR`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// What initialisation created, when it did.
+    pub fn init(&self) -> Option<&InitOutcome> {
+        self.server.as_ref().and_then(|s| s.init.as_ref())
+    }
+
+    /// The ledger the server writes to.
+    pub fn ledger(&self) -> Option<&Ledger> {
+        self.server.as_ref().map(RunningServer::ledger)
+    }
+
+    /// Graceful shutdown (see [`RunningServer::shutdown`]).
+    pub fn shutdown(mut self) -> Result<()> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        let (Some(rt), Some(server)) = (self.runtime.take(), self.server.take()) else {
+            return Ok(());
+        };
+        let r = rt.block_on(server.shutdown());
+        rt.shutdown_timeout(std::time::Duration::from_secs(5));
+        r
+    }
+}
+
+impl Drop for BackgroundServer {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop() {
+            tracing::warn!("server shutdown: {e:#}");
+        }
+    }
+}
+
+/// The runtime `docket serve` runs on.
+fn server_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("docket-server")
+        .max_blocking_threads(2048)
+        .build()
+        .context("cannot start the tokio runtime")
+}
+
+/// Resolves when SIGINT or SIGTERM arrives.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
+                    _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+                }
+            }
+            Err(e) => {
+                tracing::warn!("cannot watch SIGTERM ({e}); only SIGINT stops the server");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn run_serve(ctx: &Ctx, args: &ServeArgs) -> Result<u8> {
+    if ctx.server.is_some() {
+        return Err(crate::exit::CliError::new(
+            exit::USAGE,
+            "`docket serve` serves the ledger in --data; it does not take --server",
+        )
+        .into());
+    }
+    let opts = ServeOptions::resolve(&ctx.data, args)?;
+    let runtime = server_runtime()?;
+    runtime.block_on(async {
+        let server = spawn(opts.clone()).await?;
+        announce(&opts.data, &server, ctx.out.json);
+        shutdown_signal().await;
+        server.shutdown().await?;
+        tracing::info!("docket server stopped cleanly");
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(exit::OK)
+}
+
+/// Prints where the admin key is (on first start) and the bound address.
+fn announce(data: &Path, server: &RunningServer, json: bool) {
+    use std::io::Write as _;
+    if json {
+        let mut v = serde_json::json!({
+            "listening": server.addr.to_string(),
+            "data": data,
+        });
+        if let Some(init) = &server.init {
+            v["initialised"] = serde_json::json!({
+                "admin_key": init.admin_key_path,
+                "admin_public_key": init.admin_public_key,
+                "origin": init.origin,
+            });
+        }
+        println!("{v}");
+    } else {
+        if let Some(init) = &server.init {
+            println!(
+                "initialised a new ledger in {}\n  admin key: {} (public {})\n  origin:    {}",
+                data.display(),
+                init.admin_key_path.display(),
+                init.admin_public_key,
+                init.origin
+            );
+        }
+        println!("listening on {}", server.addr);
+    }
+    let _ = std::io::stdout().flush();
 }

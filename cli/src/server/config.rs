@@ -1,0 +1,255 @@
+//! `docket serve` configuration: flags, then `DOCKET_*` environment
+//! variables (clap reads both), then an optional `--config FILE` (TOML, or
+//! JSON when the name ends in `.json`), then built-in defaults.
+//!
+//! ```toml
+//! data = "/var/lib/docket"        # used when --data/DOCKET_DATA is not given
+//! listen = "127.0.0.1:50051"
+//! max_inflight = 1024             # appends in flight before callers wait
+//! queue_depth = 4096              # group-commit queue (requests)
+//! max_batch = 1024                # most statements per group commit
+//! concurrency_per_connection = 256
+//! read_token = "s3cret"           # reads need `authorization: Bearer s3cret`
+//! auto_verify = true              # the ledger key runs the verdict engine
+//! origin = "docket.example/prod"  # checkpoint origin when initialising
+//! ```
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use clap::Args;
+use docket_ledger::LedgerOptions;
+use serde::Deserialize;
+
+use crate::exit::{self, CliError};
+
+/// The default listen address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:50051";
+/// The default `--data` (see `main.rs`); a config file's `data` applies only
+/// when `--data`/`DOCKET_DATA` left it at this value.
+pub const DEFAULT_DATA: &str = "./docket-data";
+
+/// `docket serve` flags.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port; the bound address is
+    /// printed as `listening on ADDR`).
+    #[arg(long, env = "DOCKET_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// Configuration file (TOML, or JSON for `*.json`).
+    #[arg(long, env = "DOCKET_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Appends in flight at once; further callers wait (back-pressure).
+    #[arg(long, env = "DOCKET_MAX_INFLIGHT")]
+    pub max_inflight: Option<usize>,
+    /// Capacity of the group-commit queue.
+    #[arg(long, env = "DOCKET_QUEUE_DEPTH")]
+    pub queue_depth: Option<usize>,
+    /// Most statements one group commit takes.
+    #[arg(long, env = "DOCKET_MAX_BATCH")]
+    pub max_batch: Option<usize>,
+    /// Concurrent requests per client connection.
+    #[arg(long, env = "DOCKET_CONCURRENCY_PER_CONNECTION")]
+    pub concurrency_per_connection: Option<usize>,
+    /// Protect reads with this bearer token (writes are always signed).
+    #[arg(long, env = "DOCKET_READ_TOKEN", hide_env_values = true)]
+    pub read_token: Option<String>,
+    /// Run the built-in verdict engine on each submission (auto-verify).
+    #[arg(long, env = "DOCKET_AUTO_VERIFY")]
+    pub auto_verify: Option<bool>,
+    /// Checkpoint origin used when initialising an empty data directory.
+    #[arg(long, env = "DOCKET_ORIGIN")]
+    pub origin: Option<String>,
+}
+
+/// The optional configuration file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub data: Option<PathBuf>,
+    pub listen: Option<SocketAddr>,
+    pub max_inflight: Option<usize>,
+    pub queue_depth: Option<usize>,
+    pub max_batch: Option<usize>,
+    pub concurrency_per_connection: Option<usize>,
+    pub read_token: Option<String>,
+    pub auto_verify: Option<bool>,
+    pub origin: Option<String>,
+}
+
+impl ConfigFile {
+    /// Reads a TOML or JSON configuration file.
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            CliError::new(
+                exit::MISSING,
+                format!("cannot read config {}: {e}", path.display()),
+            )
+        })?;
+        let parsed = if path.extension().is_some_and(|e| e == "json") {
+            serde_json::from_str(&text).map_err(|e| e.to_string())
+        } else {
+            toml::from_str(&text).map_err(|e| e.to_string())
+        };
+        parsed.map_err(|e| {
+            CliError::new(
+                exit::INVALID,
+                format!("invalid config {}: {e}", path.display()),
+            )
+            .into()
+        })
+    }
+}
+
+/// Everything a running server needs, resolved.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub data: PathBuf,
+    pub listen: SocketAddr,
+    pub max_inflight: usize,
+    pub concurrency_per_connection: usize,
+    pub ledger: LedgerOptions,
+    pub read_token: Option<String>,
+    pub auto_verify: bool,
+    pub origin: Option<String>,
+}
+
+impl ServeOptions {
+    /// Defaults for a data directory and listen address.
+    pub fn new(data: impl Into<PathBuf>, listen: SocketAddr) -> Self {
+        Self {
+            data: data.into(),
+            listen,
+            max_inflight: 1024,
+            concurrency_per_connection: 256,
+            ledger: LedgerOptions::default(),
+            read_token: None,
+            auto_verify: true,
+            origin: None,
+        }
+    }
+
+    /// Merges flags/env, the config file and defaults (in that order).
+    pub fn resolve(data_flag: &Path, args: &ServeArgs) -> Result<Self> {
+        let file = match &args.config {
+            Some(p) => ConfigFile::read(p)?,
+            None => ConfigFile::default(),
+        };
+        let data = if data_flag == Path::new(DEFAULT_DATA) {
+            file.data.clone().unwrap_or_else(|| data_flag.to_path_buf())
+        } else {
+            data_flag.to_path_buf()
+        };
+        let default_listen: SocketAddr = DEFAULT_LISTEN
+            .parse()
+            .context("the default listen address parses")?;
+        let mut o = Self::new(data, args.listen.or(file.listen).unwrap_or(default_listen));
+        if let Some(v) = args.max_inflight.or(file.max_inflight) {
+            o.max_inflight = v;
+        }
+        if let Some(v) = args.queue_depth.or(file.queue_depth) {
+            o.ledger.queue_depth = v;
+        }
+        if let Some(v) = args.max_batch.or(file.max_batch) {
+            o.ledger.max_batch = v;
+        }
+        if let Some(v) = args
+            .concurrency_per_connection
+            .or(file.concurrency_per_connection)
+        {
+            o.concurrency_per_connection = v;
+        }
+        o.read_token = args.read_token.clone().or(file.read_token);
+        if let Some(v) = args.auto_verify.or(file.auto_verify) {
+            o.auto_verify = v;
+        }
+        o.origin = args.origin.clone().or(file.origin);
+        o.validate()?;
+        Ok(o)
+    }
+
+    /// Refuses settings that cannot work, listing every problem.
+    pub fn validate(&self) -> Result<()> {
+        let mut problems = Vec::new();
+        if self.max_inflight == 0 {
+            problems.push("max_inflight must be at least 1");
+        }
+        if self.ledger.queue_depth == 0 {
+            problems.push("queue_depth must be at least 1");
+        }
+        if self.ledger.max_batch == 0 {
+            problems.push("max_batch must be at least 1");
+        }
+        if self.concurrency_per_connection == 0 {
+            problems.push("concurrency_per_connection must be at least 1");
+        }
+        if self.read_token.as_deref() == Some("") {
+            problems.push("read_token must not be empty");
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(CliError::new(
+                exit::USAGE,
+                format!("bad server settings: {}", problems.join("; ")),
+            )
+            .into())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ServeArgs {
+        ServeArgs {
+            listen: None,
+            config: None,
+            max_inflight: None,
+            queue_depth: None,
+            max_batch: None,
+            concurrency_per_connection: None,
+            read_token: None,
+            auto_verify: None,
+            origin: None,
+        }
+    }
+
+    #[test]
+    fn flags_beat_file_beat_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml_path = dir.path().join("docket.toml");
+        std::fs::write(
+            &toml_path,
+            "data = \"/srv/docket\"\nlisten = \"127.0.0.1:7000\"\nmax_batch = 10\nqueue_depth = 99\n",
+        )
+        .unwrap();
+        let mut a = args();
+        a.config = Some(toml_path);
+        a.max_batch = Some(20);
+        let o = ServeOptions::resolve(Path::new(DEFAULT_DATA), &a).unwrap();
+        assert_eq!(o.data, PathBuf::from("/srv/docket"));
+        assert_eq!(o.listen.port(), 7000);
+        assert_eq!(o.ledger.max_batch, 20);
+        assert_eq!(o.ledger.queue_depth, 99);
+        assert_eq!(o.max_inflight, 1024);
+        let o = ServeOptions::resolve(Path::new("/explicit"), &a).unwrap();
+        assert_eq!(o.data, PathBuf::from("/explicit"));
+
+        let json_path = dir.path().join("docket.json");
+        std::fs::write(&json_path, r#"{"listen":"127.0.0.1:0","read_token":"t"}"#).unwrap();
+        let mut a = args();
+        a.config = Some(json_path);
+        let o = ServeOptions::resolve(Path::new(DEFAULT_DATA), &a).unwrap();
+        assert_eq!(o.listen.port(), 0);
+        assert_eq!(o.read_token.as_deref(), Some("t"));
+
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, "nonsense = 1\n").unwrap();
+        let mut a = args();
+        a.config = Some(bad);
+        assert!(ServeOptions::resolve(Path::new(DEFAULT_DATA), &a).is_err());
+    }
+}

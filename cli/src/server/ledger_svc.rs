@@ -1,0 +1,412 @@
+//! `docket.v1.Ledger`: append, read, tail, checkpoints and proofs.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use docket_proto::v1 as pb;
+use docket_proto::v1::ledger_server::Ledger as LedgerRpc;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+use super::shared::Shared;
+use super::{convert, status};
+use crate::exit;
+
+/// Events read from the store per chunk while tailing.
+const TAIL_CHUNK: u64 = 512;
+/// Events buffered per tail stream before back-pressure stops reading.
+const TAIL_BUFFER: usize = 1024;
+
+/// Kinds `Ledger.Append` refuses because they need more than a statement.
+pub const NEEDS_OWN_SERVICE: &[(&str, &str)] = &[
+    ("retention.sweep", "Retention.Sweep"),
+    ("evidence.expired", "Retention.Sweep"),
+    ("retention.redacted", "Retention.Redact"),
+];
+
+/// Kinds whose append does more than the ledger's admission (a blob check,
+/// auto-verify): `Append` runs them through the domain service exactly as
+/// `Evidence.Register` and `Submissions.Submit` do.
+const DOMAIN_ROUTED: &[&str] = &[
+    docket_ledger::domain::kinds::EVIDENCE_REGISTERED,
+    docket_ledger::domain::kinds::SUBMISSION_RECEIVED,
+];
+
+/// The `Ledger` service.
+#[derive(Debug, Clone)]
+pub struct LedgerService {
+    pub shared: Arc<Shared>,
+}
+
+type ReceiptStream = ReceiverStream<Result<pb::AppendReceipt, Status>>;
+type EventStream = ReceiverStream<Result<pb::Event, Status>>;
+
+impl LedgerService {
+    async fn append_one(&self, st: &pb::SignedStatement) -> Result<pb::AppendReceipt, Status> {
+        if let Some((_, rpc)) = NEEDS_OWN_SERVICE.iter().find(|(k, _)| *k == st.kind) {
+            self.shared
+                .metrics
+                .rejected
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Err(status::invalid(&[format!(
+                "kind {:?} cannot be appended with Ledger.Append; use {rpc}",
+                st.kind
+            )]));
+        }
+        self.shared.append_proto(st, &[]).await
+    }
+}
+
+#[tonic::async_trait]
+impl LedgerRpc for LedgerService {
+    async fn append(
+        &self,
+        request: Request<pb::SignedStatement>,
+    ) -> Result<Response<pb::AppendReceipt>, Status> {
+        let st = request.into_inner();
+        self.append_one(&st).await.map(Response::new)
+    }
+
+    type AppendStreamStream = ReceiptStream;
+
+    async fn append_stream(
+        &self,
+        request: Request<Streaming<pb::SignedStatement>>,
+    ) -> Result<Response<Self::AppendStreamStream>, Status> {
+        let inbound = request.into_inner();
+        let (out_tx, out_rx) = mpsc::channel(256);
+        let this = self.clone();
+        tokio::spawn(async move { this.pump_append_stream(inbound, out_tx).await });
+        Ok(Response::new(ReceiverStream::new(out_rx)))
+    }
+
+    async fn get_event(
+        &self,
+        request: Request<pb::GetEventRequest>,
+    ) -> Result<Response<pb::Event>, Status> {
+        self.shared.check_read(&request)?;
+        let seq = request.into_inner().seq;
+        let bytes = self.shared.blocking(move |l| l.event_bytes(seq)).await?;
+        convert::event(bytes).map(Response::new)
+    }
+
+    type TailStream = EventStream;
+
+    async fn tail(
+        &self,
+        request: Request<pb::TailRequest>,
+    ) -> Result<Response<Self::TailStream>, Status> {
+        self.shared.check_read(&request)?;
+        let pb::TailRequest { from_seq, follow } = request.into_inner();
+        let len = *self.shared.len.borrow();
+        if !follow && from_seq > len {
+            return Err(status::out_of_range(
+                format!(
+                    "from_seq {from_seq} is beyond the head ({len} events); use follow to wait for it"
+                ),
+                exit::MISSING,
+            ));
+        }
+        let (tx, rx) = mpsc::channel(TAIL_BUFFER);
+        let shared = Arc::clone(&self.shared);
+        tokio::spawn(async move { feed_tail(shared, from_seq, follow, tx).await });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn get_checkpoint(
+        &self,
+        request: Request<pb::GetCheckpointRequest>,
+    ) -> Result<Response<pb::Checkpoint>, Status> {
+        self.shared.check_read(&request)?;
+        let (cp, note, vkey) = self
+            .shared
+            .blocking(|l| {
+                let cp = l.checkpoint()?;
+                Ok((cp, l.verifier_key()))
+            })
+            .await
+            .and_then(|(cp, vkey)| match cp {
+                Some((cp, note)) => Ok((cp, note, vkey)),
+                None => Err(status::with_exit_code(
+                    Status::not_found("the log is empty: no checkpoint yet"),
+                    exit::MISSING,
+                )),
+            })?;
+        Ok(Response::new(convert::checkpoint(&cp, note, vkey)))
+    }
+
+    async fn get_inclusion_proof(
+        &self,
+        request: Request<pb::GetInclusionProofRequest>,
+    ) -> Result<Response<pb::InclusionProof>, Status> {
+        self.shared.check_read(&request)?;
+        let pb::GetInclusionProofRequest { seq, tree_size } = request.into_inner();
+        let len = self.shared.ledger.len();
+        let size = if tree_size == 0 { len } else { tree_size };
+        if size > len {
+            return Err(status::out_of_range(
+                format!("tree size {size} is beyond the head (the log has {len} events)"),
+                exit::MISSING,
+            ));
+        }
+        if seq >= size {
+            return Err(status::out_of_range(
+                format!("leaf index {seq} is not below tree size {size}"),
+                exit::INVALID,
+            ));
+        }
+        let (proof, leaf, root) = self
+            .shared
+            .blocking(move |l| {
+                Ok((
+                    l.inclusion_proof(seq, size)?,
+                    l.leaf_hash(seq)?,
+                    l.root_at(size)?,
+                ))
+            })
+            .await?;
+        Ok(Response::new(pb::InclusionProof {
+            leaf_index: seq,
+            tree_size: size,
+            leaf_hash: leaf.to_vec(),
+            root_hash: root.to_vec(),
+            proof: proof.iter().map(|h| h.to_vec()).collect(),
+        }))
+    }
+
+    async fn get_consistency_proof(
+        &self,
+        request: Request<pb::GetConsistencyProofRequest>,
+    ) -> Result<Response<pb::ConsistencyProof>, Status> {
+        self.shared.check_read(&request)?;
+        let pb::GetConsistencyProofRequest { old_size, new_size } = request.into_inner();
+        let len = self.shared.ledger.len();
+        let new = if new_size == 0 { len } else { new_size };
+        if new > len {
+            return Err(status::out_of_range(
+                format!("tree size {new} is beyond the head (the log has {len} events)"),
+                exit::MISSING,
+            ));
+        }
+        if old_size > new {
+            return Err(status::out_of_range(
+                format!("old size {old_size} is above new size {new}"),
+                exit::INVALID,
+            ));
+        }
+        let (proof, old_root, new_root) = self
+            .shared
+            .blocking(move |l| {
+                Ok((
+                    l.consistency_proof(old_size, new)?,
+                    l.root_at(old_size)?,
+                    l.root_at(new)?,
+                ))
+            })
+            .await?;
+        Ok(Response::new(pb::ConsistencyProof {
+            old_size,
+            new_size: new,
+            old_root: old_root.to_vec(),
+            new_root: new_root.to_vec(),
+            proof: proof.iter().map(|h| h.to_vec()).collect(),
+        }))
+    }
+}
+
+/// One entry of an `AppendStream` pipeline, in request order.
+enum Pending {
+    /// Submitted to the group committer; the waiter blocks on its reply.
+    Submitted {
+        kind: String,
+        started: Instant,
+        rx: std::sync::mpsc::Receiver<Vec<docket_ledger::Result<docket_ledger::Receipt>>>,
+        _permit: tokio::sync::OwnedSemaphorePermit,
+    },
+    /// Already answered (a routed kind, or a rejection before submission).
+    Done(Result<pb::AppendReceipt, Status>),
+    /// Fired once every entry before it has been answered.
+    Barrier(tokio::sync::oneshot::Sender<()>),
+}
+
+impl LedgerService {
+    /// Whether `kind` must go through [`Self::append_one`] (typed checks)
+    /// rather than straight into the group committer.
+    fn needs_route(kind: &str) -> bool {
+        NEEDS_OWN_SERVICE.iter().any(|(k, _)| *k == kind) || DOMAIN_ROUTED.contains(&kind)
+    }
+
+    /// Reads statements, submits them pipelined (many in flight, so they
+    /// share group commits) and streams receipts back in request order from
+    /// a blocking waiter. The first rejection ends the call; statements
+    /// already submitted behind it may have been appended (see docs/API.md).
+    /// Evidence registrations and submissions go through the domain service
+    /// one at a time, after everything before them is durable, so dependent
+    /// statements in one stream (a task, then its evidence) are admitted in
+    /// order and see the same checks as their typed RPCs.
+    async fn pump_append_stream(
+        self,
+        mut inbound: Streaming<pb::SignedStatement>,
+        out: mpsc::Sender<Result<pb::AppendReceipt, Status>>,
+    ) {
+        let shared = Arc::clone(&self.shared);
+        let (pending_tx, mut pending_rx) = mpsc::channel::<Pending>(shared.max_inflight.max(1));
+        let waiter_shared = Arc::clone(&shared);
+        let waiter_out = out.clone();
+        let waiter = tokio::task::spawn_blocking(move || {
+            while let Some(p) = pending_rx.blocking_recv() {
+                let item = match p {
+                    Pending::Barrier(tx) => {
+                        let _ = tx.send(());
+                        continue;
+                    }
+                    Pending::Done(item) => item,
+                    Pending::Submitted {
+                        kind, started, rx, ..
+                    } => {
+                        let result = match rx.recv() {
+                            Ok(mut v) => v.pop().unwrap_or_else(|| {
+                                Err(docket_ledger::LedgerError::Closed("no result".into()))
+                            }),
+                            Err(_) => Err(docket_ledger::LedgerError::Closed(
+                                "the ledger closed before acknowledging".into(),
+                            )),
+                        };
+                        waiter_shared.account(result.as_ref().map_err(|_| ()), started);
+                        result
+                            .map(|r| convert::receipt(&r, &kind))
+                            .map_err(|e| status::to_status(&e))
+                    }
+                };
+                let failed = item.is_err();
+                if waiter_out.blocking_send(item).is_err() || failed {
+                    // Dropping the pending receiver stops the reader.
+                    return;
+                }
+            }
+        });
+        let mut shutdown = shared.shutdown.clone();
+        loop {
+            let next = tokio::select! {
+                m = inbound.message() => m,
+                () = stopped(&mut shutdown) => {
+                    let _ = pending_tx
+                        .send(Pending::Done(Err(status::unavailable(
+                            "the server is shutting down; resend unacknowledged statements",
+                        ))))
+                        .await;
+                    break;
+                }
+            };
+            let msg = match next {
+                Ok(Some(m)) => m,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::debug!("append stream ended by the client: {e}");
+                    break;
+                }
+            };
+            let entry = if Self::needs_route(&msg.kind) {
+                let (btx, brx) = tokio::sync::oneshot::channel();
+                if pending_tx.send(Pending::Barrier(btx)).await.is_err() || brx.await.is_err() {
+                    break;
+                }
+                Pending::Done(self.append_one(&msg).await)
+            } else {
+                match shared.checked(&msg, &[]) {
+                    Err(e) => Pending::Done(Err(e)),
+                    Ok(st) => {
+                        let started = Instant::now();
+                        let Ok(permit) = Arc::clone(&shared.inflight).acquire_owned().await else {
+                            break;
+                        };
+                        let kind = st.kind.clone();
+                        match shared.ledger.submit(vec![st]) {
+                            Ok(rx) => Pending::Submitted {
+                                kind,
+                                started,
+                                rx,
+                                _permit: permit,
+                            },
+                            Err(e) => Pending::Done(Err(status::to_status(&e))),
+                        }
+                    }
+                }
+            };
+            let stop = matches!(entry, Pending::Done(Err(_)));
+            if pending_tx.send(entry).await.is_err() || stop {
+                break;
+            }
+        }
+        drop(pending_tx);
+        let _ = waiter.await;
+    }
+}
+
+/// Streams events `from..` to `tx`, then (with `follow`) every newly durable
+/// event, in order, without gap or duplicate. Ends on shutdown with
+/// `UNAVAILABLE` (the client resumes from its last seq + 1).
+async fn feed_tail(
+    shared: Arc<Shared>,
+    from: u64,
+    follow: bool,
+    tx: mpsc::Sender<Result<pb::Event, Status>>,
+) {
+    let mut len_rx = shared.len.clone();
+    let mut shutdown = shared.shutdown.clone();
+    let mut next = from;
+    let shutting_down = |next: u64| {
+        status::unavailable(format!(
+            "the server is shutting down; resume the tail with from_seq = {next}"
+        ))
+    };
+    loop {
+        let len = *len_rx.borrow_and_update();
+        while next < len {
+            let to = (next + TAIL_CHUNK).min(len);
+            let chunk = shared
+                .blocking(move |l| l.store().event_range(next, to))
+                .await;
+            let chunk = match chunk {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+            };
+            for (seq, bytes) in chunk {
+                debug_assert_eq!(seq, next);
+                let item = convert::event(bytes);
+                let failed = item.is_err();
+                tokio::select! {
+                    r = tx.send(item) => if r.is_err() || failed { return; },
+                    () = stopped(&mut shutdown) => {
+                        let _ = tx.try_send(Err(shutting_down(next)));
+                        return;
+                    }
+                }
+                next = seq + 1;
+            }
+        }
+        if !follow {
+            return;
+        }
+        tokio::select! {
+            r = len_rx.changed() => if r.is_err() {
+                let _ = tx.send(Err(status::unavailable("the ledger closed"))).await;
+                return;
+            },
+            () = stopped(&mut shutdown) => {
+                let _ = tx.send(Err(shutting_down(next))).await;
+                return;
+            }
+            () = tx.closed() => return,
+        }
+    }
+}
+
+/// Resolves once the server starts shutting down.
+pub async fn stopped(shutdown: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|s| *s).await;
+}

@@ -1,0 +1,352 @@
+//! What every service shares: the open ledger, the durable-length watch that
+//! drives live streams, the shutdown signal, the append back-pressure and the
+//! write-path metrics.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use docket_ledger::domain::Docket;
+use docket_ledger::domain::service::{EvidenceReceipt, SubmitOutcome};
+use docket_ledger::{Ledger, LedgerError, Receipt, Statement};
+use docket_proto::v1 as pb;
+use tokio::sync::{Semaphore, watch};
+use tonic::Status;
+
+use super::{convert, status};
+
+/// Trailing window for rates and percentiles.
+pub const METRICS_WINDOW: Duration = Duration::from_secs(10);
+/// Most latency samples kept (older ones are dropped first).
+const MAX_SAMPLES: usize = 200_000;
+
+/// Write-path metrics over a trailing window plus totals since start.
+#[derive(Debug)]
+pub struct ServerMetrics {
+    latencies: Mutex<VecDeque<(Instant, u32)>>,
+    commits: Mutex<VecDeque<(Instant, u64)>>,
+    last_len: AtomicU64,
+    pub appended: AtomicU64,
+    pub duplicates: AtomicU64,
+    pub rejected: AtomicU64,
+}
+
+/// A point-in-time view of [`ServerMetrics`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MetricsSnapshot {
+    pub append_rate_per_sec: f64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    pub mean_batch_size: f64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl ServerMetrics {
+    fn new(len: u64) -> Self {
+        Self {
+            latencies: Mutex::new(VecDeque::new()),
+            commits: Mutex::new(VecDeque::new()),
+            last_len: AtomicU64::new(len),
+            appended: AtomicU64::new(0),
+            duplicates: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+        }
+    }
+
+    /// Called (on the committer thread) after each commit.
+    fn on_commit(&self, len: u64) {
+        let before = self.last_len.swap(len, Ordering::AcqRel);
+        let events = len.saturating_sub(before);
+        self.appended.fetch_add(events, Ordering::Relaxed);
+        let now = Instant::now();
+        let mut c = lock(&self.commits);
+        c.push_back((now, events));
+        while c
+            .front()
+            .is_some_and(|(t, _)| now.duration_since(*t) > METRICS_WINDOW)
+        {
+            c.pop_front();
+        }
+    }
+
+    /// Records one acknowledged append's latency.
+    pub fn record_latency(&self, started: Instant) {
+        let now = Instant::now();
+        let us = u32::try_from(now.duration_since(started).as_micros()).unwrap_or(u32::MAX);
+        let mut l = lock(&self.latencies);
+        l.push_back((now, us));
+        while l.len() > MAX_SAMPLES
+            || l.front()
+                .is_some_and(|(t, _)| now.duration_since(*t) > METRICS_WINDOW)
+        {
+            l.pop_front();
+        }
+    }
+
+    /// Rates and percentiles over the trailing window.
+    pub fn snapshot(&self, uptime: Duration) -> MetricsSnapshot {
+        let now = Instant::now();
+        let mut lat: Vec<u32> = lock(&self.latencies)
+            .iter()
+            .filter(|(t, _)| now.duration_since(*t) <= METRICS_WINDOW)
+            .map(|(_, us)| *us)
+            .collect();
+        lat.sort_unstable();
+        let (events, commits) = lock(&self.commits)
+            .iter()
+            .filter(|(t, _)| now.duration_since(*t) <= METRICS_WINDOW)
+            .fold((0u64, 0u64), |(e, c), (_, n)| (e + n, c + 1));
+        let span = uptime.min(METRICS_WINDOW).as_secs_f64().max(1e-3);
+        #[allow(clippy::cast_precision_loss)] // reason: counts far below 2^52
+        MetricsSnapshot {
+            append_rate_per_sec: events as f64 / span,
+            p50_us: percentile(&lat, 0.50),
+            p99_us: percentile(&lat, 0.99),
+            p999_us: percentile(&lat, 0.999),
+            mean_batch_size: if commits == 0 {
+                0.0
+            } else {
+                events as f64 / commits as f64
+            },
+        }
+    }
+}
+
+/// The `p`-quantile (nearest rank) of sorted samples; 0 when empty.
+#[must_use]
+pub fn percentile(sorted: &[u32], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )] // reason: an index into a slice, clamped below
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    u64::from(sorted[rank - 1])
+}
+
+/// State shared by every service of one running server.
+#[derive(Debug)]
+pub struct Shared {
+    /// The domain service (ledger + blob store + auto-verify).
+    pub docket: Docket,
+    /// `docket.ledger()`, for the raw log.
+    pub ledger: Ledger,
+    /// Durable length of the log, updated after every commit.
+    pub len: watch::Receiver<u64>,
+    /// Becomes `true` when the server starts shutting down.
+    pub shutdown: watch::Receiver<bool>,
+    /// Bounds appends in flight (back-pressure: callers wait for a slot).
+    pub inflight: Arc<Semaphore>,
+    pub max_inflight: usize,
+    pub metrics: Arc<ServerMetrics>,
+    pub started: Instant,
+    /// When set, read RPCs need `authorization: Bearer <token>`.
+    pub read_token: Option<String>,
+    pub queue_capacity: u64,
+}
+
+impl Shared {
+    /// Wires the shared state to `ledger`: registers the commit listener
+    /// that feeds the length watch and the metrics.
+    pub fn new(
+        docket: Docket,
+        shutdown: watch::Receiver<bool>,
+        max_inflight: usize,
+        read_token: Option<String>,
+        queue_capacity: u64,
+    ) -> Arc<Self> {
+        let ledger = docket.ledger().clone();
+        let len0 = ledger.len();
+        let (len_tx, len_rx) = watch::channel(len0);
+        let metrics = Arc::new(ServerMetrics::new(len0));
+        let m = Arc::clone(&metrics);
+        // The listener must not hold the ledger (that would be a cycle).
+        ledger.on_commit(move |len| {
+            m.on_commit(len);
+            len_tx.send_replace(len);
+        });
+        Arc::new(Self {
+            docket,
+            ledger,
+            len: len_rx,
+            shutdown,
+            inflight: Arc::new(Semaphore::new(max_inflight)),
+            max_inflight,
+            metrics,
+            started: Instant::now(),
+            read_token,
+            queue_capacity,
+        })
+    }
+
+    /// Appends in flight right now (waiting for a durable acknowledgement).
+    pub fn inflight_now(&self) -> u64 {
+        (self.max_inflight - self.inflight.available_permits()) as u64
+    }
+
+    /// Checks the read token, when one is configured.
+    pub fn check_read<T>(&self, req: &tonic::Request<T>) -> Result<(), Status> {
+        let Some(token) = &self.read_token else {
+            return Ok(());
+        };
+        let presented = req
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if presented.is_some_and(|p| constant_time_eq(p.as_bytes(), token.as_bytes())) {
+            Ok(())
+        } else {
+            Err(status::with_exit_code(
+                Status::unauthenticated(
+                    "reads need `authorization: Bearer <token>` on this server",
+                ),
+                crate::exit::HARD_FAIL,
+            ))
+        }
+    }
+
+    /// Runs a blocking ledger call on the blocking pool.
+    pub async fn blocking<T, F>(&self, f: F) -> Result<T, Status>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Ledger) -> Result<T, LedgerError> + Send + 'static,
+    {
+        let ledger = self.ledger.clone();
+        tokio::task::spawn_blocking(move || f(&ledger))
+            .await
+            .map_err(|e| status::join_error(&e))?
+            .map_err(|e| status::to_status(&e))
+    }
+
+    /// Runs a blocking domain read on the blocking pool.
+    pub async fn read<T, F>(&self, f: F) -> Result<T, Status>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Docket) -> Result<T, LedgerError> + Send + 'static,
+    {
+        let docket = self.docket.clone();
+        tokio::task::spawn_blocking(move || f(&docket))
+            .await
+            .map_err(|e| status::join_error(&e))?
+            .map_err(|e| status::to_status(&e))
+    }
+
+    /// Runs a write (one or more appends, acknowledged once durable) on the
+    /// blocking pool under back-pressure, and records its metrics.
+    pub async fn write<T, F>(&self, f: F) -> Result<T, Status>
+    where
+        T: Acknowledged + Send + 'static,
+        F: FnOnce(&Docket) -> Result<T, LedgerError> + Send + 'static,
+    {
+        let started = Instant::now();
+        let permit = Arc::clone(&self.inflight)
+            .acquire_owned()
+            .await
+            .map_err(|_| status::unavailable("the server is shutting down"))?;
+        let docket = self.docket.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            f(&docket)
+        })
+        .await
+        .map_err(|e| status::join_error(&e))?;
+        self.account(
+            result.as_ref().map(Acknowledged::receipt).map_err(|_| ()),
+            started,
+        );
+        result.map_err(|e| status::to_status(&e))
+    }
+
+    /// Appends one statement through the domain service (which routes
+    /// `evidence.registered` and `submission.received` through their disk
+    /// checks and auto-verify) once it is durable.
+    pub async fn append(&self, st: Statement) -> Result<Receipt, Status> {
+        self.write(move |d| d.append(st)).await
+    }
+
+    /// Appends a wire statement whose kind must be one of `kinds` (any kind
+    /// when empty) and returns the wire receipt.
+    pub async fn append_proto(
+        &self,
+        st: &pb::SignedStatement,
+        kinds: &[&str],
+    ) -> Result<pb::AppendReceipt, Status> {
+        let st = self.checked(st, kinds)?;
+        let kind = st.kind.clone();
+        let r = self.append(st).await?;
+        Ok(convert::receipt(&r, &kind))
+    }
+
+    /// Converts a wire statement, counting a rejection.
+    pub fn checked(&self, st: &pb::SignedStatement, kinds: &[&str]) -> Result<Statement, Status> {
+        convert::statement(st, kinds).inspect_err(|_| {
+            self.metrics.rejected.fetch_add(1, Ordering::Relaxed);
+        })
+    }
+
+    /// Counts one append outcome.
+    pub fn account(&self, outcome: Result<&Receipt, ()>, started: Instant) {
+        match outcome {
+            Ok(r) => {
+                if r.duplicate {
+                    self.metrics.duplicates.fetch_add(1, Ordering::Relaxed);
+                }
+                self.metrics.record_latency(started);
+            }
+            Err(()) => {
+                self.metrics.rejected.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// A write's outcome that carries the receipt of its main append.
+pub trait Acknowledged {
+    fn receipt(&self) -> &Receipt;
+}
+
+impl Acknowledged for Receipt {
+    fn receipt(&self) -> &Receipt {
+        self
+    }
+}
+
+impl Acknowledged for EvidenceReceipt {
+    fn receipt(&self) -> &Receipt {
+        &self.receipt
+    }
+}
+
+impl Acknowledged for SubmitOutcome {
+    fn receipt(&self) -> &Receipt {
+        &self.receipt
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percentile;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<u32> = (1..=1000).collect();
+        assert_eq!(percentile(&v, 0.5), 500);
+        assert_eq!(percentile(&v, 0.99), 990);
+        assert_eq!(percentile(&v, 0.999), 999);
+        assert_eq!(percentile(&[], 0.5), 0);
+        assert_eq!(percentile(&[7], 0.999), 7);
+    }
+}

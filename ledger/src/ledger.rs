@@ -92,6 +92,7 @@ pub struct Metrics {
 }
 
 type Reply = SyncSender<Vec<Result<Receipt>>>;
+type CommitListener = Box<dyn Fn(u64) + Send + Sync>;
 
 struct Request {
     statements: Vec<Statement>,
@@ -108,9 +109,9 @@ struct Inner {
     committed_changed: Condvar,
     committed_len: AtomicU64,
     queue: Mutex<Option<SyncSender<Request>>>,
-    committer: Mutex<Option<JoinHandle<()>>>,
+    committer: Mutex<Vec<JoinHandle<()>>>,
     failure: Mutex<Option<String>>,
-    listeners: Mutex<Vec<Box<dyn Fn(u64) + Send + Sync>>>,
+    listeners: Mutex<Vec<CommitListener>>,
     metrics: Metrics,
     options: LedgerOptions,
 }
@@ -253,7 +254,7 @@ impl Ledger {
             committed_changed: Condvar::new(),
             committed_len: AtomicU64::new(len),
             queue: Mutex::new(Some(tx)),
-            committer: Mutex::new(None),
+            committer: Mutex::new(Vec::new()),
             failure: Mutex::new(None),
             listeners: Mutex::new(Vec::new()),
             metrics: Metrics::default(),
@@ -276,11 +277,17 @@ impl Ledger {
             last_time,
             since_snapshot: 0,
         };
-        let handle = std::thread::Builder::new()
+        let (verified_tx, verified_rx) = mpsc::sync_channel::<Verified>(2);
+        let verify_inner = Arc::clone(&inner);
+        let verifier = std::thread::Builder::new()
+            .name("docket-verify".into())
+            .spawn(move || verify_stage(verify_inner, rx, verified_tx))
+            .map_err(|e| LedgerError::io("verify thread", e))?;
+        let committer = std::thread::Builder::new()
             .name("docket-committer".into())
-            .spawn(move || worker.run(rx))
+            .spawn(move || worker.run(verified_rx))
             .map_err(|e| LedgerError::io("committer thread", e))?;
-        *lock(&inner.committer) = Some(handle);
+        lock(&inner.committer).extend([verifier, committer]);
         Ok(Ledger { inner })
     }
 
@@ -515,7 +522,8 @@ impl Ledger {
     /// syncs. Further appends fail with `Closed`.
     pub fn close(&self) -> Result<()> {
         drop(lock(&self.inner.queue).take());
-        if let Some(handle) = lock(&self.inner.committer).take() {
+        let handles: Vec<_> = lock(&self.inner.committer).drain(..).collect();
+        for handle in handles {
             let _ = handle.join();
         }
         if let Some(f) = lock(&self.inner.failure).clone() {
@@ -528,7 +536,8 @@ impl Ledger {
 impl Drop for Inner {
     fn drop(&mut self) {
         drop(lock(&self.queue).take());
-        if let Some(handle) = lock(&self.committer).take() {
+        let handles: Vec<_> = lock(&self.committer).drain(..).collect();
+        for handle in handles {
             let _ = handle.join();
         }
     }
@@ -604,39 +613,85 @@ struct Committer {
     since_snapshot: u64,
 }
 
+/// Signatures checked by the verify stage, waiting to be sequenced.
+struct Verified {
+    requests: Vec<Request>,
+    signatures: Vec<Result<(), String>>,
+}
+
+fn fail_requests(requests: Vec<Request>, why: &str) {
+    for r in requests {
+        let n = r.statements.len();
+        let _ = r.reply.send(
+            (0..n)
+                .map(|_| Err(LedgerError::Closed(why.to_string())))
+                .collect(),
+        );
+    }
+}
+
+/// Stage 1 of the write path: take everything queued (up to `max_batch`
+/// statements), verify the signatures on all cores, hand the batch to the
+/// committer. Runs concurrently with the committer's fsync of the previous
+/// batch.
+fn verify_stage(inner: Arc<Inner>, rx: Receiver<Request>, tx: SyncSender<Verified>) {
+    while let Ok(first) = rx.recv() {
+        let mut requests = vec![first];
+        let mut count = requests[0].statements.len();
+        while count < inner.options.max_batch {
+            match rx.try_recv() {
+                Ok(r) => {
+                    count += r.statements.len();
+                    requests.push(r);
+                }
+                Err(_) => break,
+            }
+        }
+        inner
+            .metrics
+            .queued
+            .fetch_sub(requests.len() as u64, Ordering::Relaxed);
+        let all: Vec<&Statement> = requests.iter().flat_map(|r| r.statements.iter()).collect();
+        let signatures = verify_all(&all);
+        if let Err(mpsc::SendError(v)) = tx.send(Verified {
+            requests,
+            signatures,
+        }) {
+            fail_requests(v.requests, "ledger failed");
+            while let Ok(r) = rx.try_recv() {
+                fail_requests(vec![r], "ledger failed");
+            }
+            return;
+        }
+    }
+}
+
 impl Committer {
-    fn run(mut self, rx: Receiver<Request>) {
+    fn run(mut self, rx: Receiver<Verified>) {
         while let Ok(first) = rx.recv() {
-            let mut requests = vec![first];
-            let mut count = requests[0].statements.len();
-            while count < self.inner.options.max_batch {
+            let Verified {
+                mut requests,
+                mut signatures,
+            } = first;
+            // Merge whatever else is already verified into one commit.
+            while signatures.len() < 2 * self.inner.options.max_batch {
                 match rx.try_recv() {
-                    Ok(r) => {
-                        count += r.statements.len();
-                        requests.push(r);
+                    Ok(v) => {
+                        requests.extend(v.requests);
+                        signatures.extend(v.signatures);
                     }
                     Err(_) => break,
                 }
             }
-            self.inner
-                .metrics
-                .queued
-                .fetch_sub(requests.len() as u64, Ordering::Relaxed);
-            if let Err(e) = self.process(requests) {
+            if let Err(e) = self.process(requests, signatures) {
                 let msg = format!("fail-stop after a storage error: {e}");
                 tracing::error!("{msg}");
                 *lock(&self.inner.failure) = Some(msg);
                 drop(lock(&self.inner.queue).take());
                 // Wake tail waiters so they see the failure.
                 self.inner.committed_changed.notify_all();
-                // Fail every request still queued.
-                while let Ok(r) = rx.try_recv() {
-                    let n = r.statements.len();
-                    let _ = r.reply.send(
-                        (0..n)
-                            .map(|_| Err(LedgerError::Closed("ledger failed".into())))
-                            .collect(),
-                    );
+                while let Ok(v) = rx.try_recv() {
+                    fail_requests(v.requests, "ledger failed");
                 }
                 return;
             }
@@ -648,12 +703,10 @@ impl Committer {
         }
     }
 
-    fn process(&mut self, requests: Vec<Request>) -> Result<()> {
+    fn process(&mut self, requests: Vec<Request>, sig_ok: Vec<Result<(), String>>) -> Result<()> {
         let started = std::time::Instant::now();
         let inner = Arc::clone(&self.inner);
-        // 1. Signatures, in parallel, before taking any lock.
-        let all: Vec<&Statement> = requests.iter().flat_map(|r| r.statements.iter()).collect();
-        let sig_ok = verify_all(&all);
+        // 1. Signatures were verified by the verify stage.
         // 2. Sequence under the state write lock.
         let mut state = inner.state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut batch = CommitBatch::default();
@@ -800,7 +853,11 @@ impl Committer {
 /// cores; inside a failing chunk, `verify_strict` one by one.
 fn verify_all(stmts: &[&Statement]) -> Vec<Result<(), String>> {
     use rayon::prelude::*;
-    const CHUNK: usize = 64;
+    // Enough chunks to keep every core busy, none smaller than 8.
+    let chunk = stmts
+        .len()
+        .div_ceil(2 * rayon::current_num_threads())
+        .clamp(8, 128);
     if stmts.len() <= 2 {
         return stmts
             .iter()
@@ -808,7 +865,7 @@ fn verify_all(stmts: &[&Statement]) -> Vec<Result<(), String>> {
             .collect();
     }
     stmts
-        .par_chunks(CHUNK)
+        .par_chunks(chunk)
         .flat_map_iter(|chunk| {
             let res: Vec<Result<(), String>> = if crate::event::statements_batch_ok(chunk) {
                 vec![Ok(()); chunk.len()]

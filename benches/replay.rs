@@ -1,0 +1,75 @@
+//! Replay with full verification (signatures batched on both cores, chain,
+//! Merkle root, checkpoint, snapshots), events/s against raw `verify_batch`
+//! on both cores in the same run. Goal: ≥ 75% of it.
+
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use docket_benches::{report_ratio, signed_messages, verify_batch_rate};
+use docket_ledger::keys;
+use docket_ledger::replay::{self, ReplayOptions};
+use docket_ledger::{Ledger, Statement};
+
+const EVENTS: u64 = 50_000;
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (ledger, info) = Ledger::init(dir.path(), None).expect("init");
+    let admin = keys::read_key_file(&info.admin_key_path).expect("admin key");
+    let mut pending = Vec::new();
+    for i in 1..EVENTS {
+        let st = Statement::sign("x-bench", format!("{{\"n\":{i}}}").into_bytes(), &admin);
+        pending.push(ledger.submit(vec![st]).expect("submit"));
+        if pending.len() >= 2048 {
+            for rx in pending.drain(..) {
+                rx.recv().expect("reply");
+            }
+        }
+    }
+    for rx in pending.drain(..) {
+        rx.recv().expect("reply");
+    }
+    ledger.close().expect("close");
+    let verifier = ledger.note_verifier().expect("verifier");
+    let store = ledger.store().clone();
+
+    let msgs = signed_messages(EVENTS as usize);
+    let verify_rate = verify_batch_rate(&msgs, 128);
+    let start = Instant::now();
+    let (report, _) = replay::replay(
+        store.as_ref(),
+        &verifier,
+        ReplayOptions { verify: true, as_of: None },
+        &mut |_, _| {},
+    )
+    .expect("replay");
+    assert!(report.findings.is_empty());
+    let rate = EVENTS as f64 / start.elapsed().as_secs_f64();
+    report_ratio("replay --verify", rate, "events/s", "raw verify_batch both cores", verify_rate);
+
+    let mut group = c.benchmark_group("replay");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(10));
+    group.throughput(Throughput::Elements(EVENTS));
+    group.bench_function("verify_50k", |b| {
+        b.iter(|| {
+            replay::replay(
+                store.as_ref(),
+                &verifier,
+                ReplayOptions { verify: true, as_of: None },
+                &mut |_, _| {},
+            )
+            .expect("replay")
+        });
+    });
+    group.bench_function("fold_only_50k", |b| {
+        b.iter(|| {
+            replay::replay(store.as_ref(), &verifier, ReplayOptions::default(), &mut |_, _| {})
+                .expect("replay")
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

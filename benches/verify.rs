@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use docket_benches::report_ratio;
+use docket_verifier::TaskContract;
 use docket_verifier::engine::{DirArtifacts, MemoryArtifacts, evaluate};
 use docket_verifier::time::OffsetDateTime;
 use docket_verifier::verdict::Outcome;
-use docket_verifier::TaskContract;
 use sha2::Digest as _;
 
 const TASK_ID: &str = "72c84e9c-0975-4c1a-b9a5-864c2725dc8a";
@@ -39,14 +39,22 @@ fn artifacts() -> MemoryArtifacts {
         diff.push_str("@@ -1,75 +1,75 @@ impl Parser\n");
         for i in 0..LINES_PER_FILE {
             match i % 4 {
-                0 | 1 => diff.push_str(&format!("     let value_{i} = self.next_token()?; // context line\n")),
-                2 => diff.push_str(&format!("-    let old_{i} = legacy_parse(&input[{i}..]);\n")),
+                0 | 1 => diff.push_str(&format!(
+                    "     let value_{i} = self.next_token()?; // context line\n"
+                )),
+                2 => diff.push_str(&format!(
+                    "-    let old_{i} = legacy_parse(&input[{i}..]);\n"
+                )),
                 _ => diff.push_str(&format!("+    let new_{i} = parse_fast(&input[{i}..])?;\n")),
             }
         }
         files.push(path);
     }
-    let changed = files.iter().map(|f| format!("\"{f}\"")).collect::<Vec<_>>().join(",");
+    let changed = files
+        .iter()
+        .map(|f| format!("\"{f}\""))
+        .collect::<Vec<_>>()
+        .join(",");
     let submit = format!(
         r#"{{"schema_version":"scc.submit.v1","task_id":"{TASK_ID}","status":"DONE","changed_files":[{changed}],"new_files":[],
             "tests":{{"commands":["cargo test"],"passed":true,"summary":"212 passed"}},
@@ -58,7 +66,9 @@ fn artifacts() -> MemoryArtifacts {
         selftest.push_str(&format!("test parser::tests::case_{i} ... ok\n"));
     }
     selftest.push_str("test result: ok. 212 passed; 0 failed\nEXIT_CODE=0\n");
-    let mut report = String::from("# Report\n## Goal summary\nRefactor the parser.\n## Key decisions\n- parse_fast everywhere\n## Changed files\n");
+    let mut report = String::from(
+        "# Report\n## Goal summary\nRefactor the parser.\n## Key decisions\n- parse_fast everywhere\n## Changed files\n",
+    );
     for f in &files {
         report.push_str(&format!("- {f}\n"));
     }
@@ -88,10 +98,18 @@ fn mean_nanos(rounds: u32, mut f: impl FnMut()) -> f64 {
 fn bench(c: &mut Criterion) {
     let contract = contract();
     let memory = artifacts();
-    let diff_lines = memory.blobs["patch.diff"].iter().filter(|b| **b == b'\n').count();
+    let diff_lines = memory.blobs["patch.diff"]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count();
     let total_bytes: usize = memory.blobs.values().map(Vec::len).sum();
     let verdict = evaluate(&contract, &memory, evaluated_at());
-    assert_eq!(verdict.verdict, Outcome::Pass, "bench artifacts must PASS: {:?}", verdict.messages);
+    assert_eq!(
+        verdict.verdict,
+        Outcome::Pass,
+        "bench artifacts must PASS: {:?}",
+        verdict.messages
+    );
 
     let dir = tempfile::tempdir().expect("temp dir");
     for (name, bytes) in &memory.blobs {
@@ -102,8 +120,12 @@ fn bench(c: &mut Criterion) {
     let on_disk = DirArtifacts::open(dir.path()).expect("artifacts dir");
 
     let mut group = c.benchmark_group("verify");
-    group.bench_function("evaluate_memory_2000_line_diff", |b| b.iter(|| evaluate(black_box(&contract), black_box(&memory), evaluated_at())));
-    group.bench_function("evaluate_dir_2000_line_diff", |b| b.iter(|| evaluate(black_box(&contract), black_box(&on_disk), evaluated_at())));
+    group.bench_function("evaluate_memory_2000_line_diff", |b| {
+        b.iter(|| evaluate(black_box(&contract), black_box(&memory), evaluated_at()))
+    });
+    group.bench_function("evaluate_dir_2000_line_diff", |b| {
+        b.iter(|| evaluate(black_box(&contract), black_box(&on_disk), evaluated_at()))
+    });
     group.bench_function("baseline_sha256_same_bytes", |b| {
         b.iter(|| {
             for bytes in memory.blobs.values() {
@@ -126,8 +148,20 @@ fn bench(c: &mut Criterion) {
         }
     });
     println!("verify: {diff_lines}-line diff, {total_bytes} artifact bytes; goal < 1 ms");
-    report_ratio("evaluate (memory)", engine / 1_000.0, "us", "raw SHA-256 of the same bytes", baseline / 1_000.0);
-    report_ratio("evaluate (dir)", engine_dir / 1_000.0, "us", "raw SHA-256 of the same bytes", baseline / 1_000.0);
+    report_ratio(
+        "evaluate (memory)",
+        engine / 1_000.0,
+        "us",
+        "raw SHA-256 of the same bytes",
+        baseline / 1_000.0,
+    );
+    report_ratio(
+        "evaluate (dir)",
+        engine_dir / 1_000.0,
+        "us",
+        "raw SHA-256 of the same bytes",
+        baseline / 1_000.0,
+    );
 }
 
 criterion_group!(benches, bench);

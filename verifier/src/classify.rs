@@ -173,7 +173,8 @@ const FAIL_CLASS_PRIORITY: [IssueKind; 11] = [
 /// Classifies logs `(file name, text)` and an exit code.
 ///
 /// `EXECUTION_FAILURE` comes from a non-zero exit code (evidence: the last
-/// `EXIT_CODE=` line if any log has one); the other kinds from
+/// `EXIT_CODE=<that code>` line if a log states it, else a synthetic
+/// `<exit code>` line 0); the other kinds from
 /// case-insensitive substrings per line. A classification has a `fail_class`
 /// only if some issue was found; an exit code of 0 with matching lines still
 /// reports the issues (e.g. retried timeouts) but `fail_class` is `None`.
@@ -202,7 +203,11 @@ pub fn classify(logs: &[(&str, &str)], exit_code: Option<i32>) -> Classification
                 line: number,
                 text: raw.chars().take(500).collect(),
             };
-            if raw.trim_start().starts_with("EXIT_CODE=") {
+            let stated = raw
+                .trim()
+                .strip_prefix("EXIT_CODE=")
+                .and_then(|c| c.parse::<i32>().ok());
+            if stated.is_some() && stated == exit_code {
                 exit_line = Some(evidence());
             }
             if lower.contains("no_evidence") || lower.contains("execution evidence unavailable") {

@@ -1,19 +1,271 @@
-//! Export and audit commands (`docket export`, `docket audit`).
-//! Placeholder until the export work lands.
+//! Export and audit commands: `docket export` writes a self-contained
+//! bundle from the embedded ledger; `docket audit` verifies one offline,
+//! with no ledger at all. The bundle layout is in docs/BUNDLE.md.
+
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use clap::Subcommand;
+use clap::{Args, Subcommand, ValueEnum};
+use docket_ledger::checkpoint::NoteVerifier;
+use docket_ledger::export::{self, AsOf, AuditOptions, ExportError, ExportFormat, ExportOptions};
 
 use crate::Ctx;
+use crate::exit::{self, CliError};
+use crate::output::{Output, parse_rfc3339_ms};
 
 /// Commands this module adds to `docket`.
 #[derive(Debug, Subcommand)]
 pub enum ExportCmd {
-    /// (placeholder)
-    #[command(hide = true)]
-    ExportPlaceholder,
+    /// Write a self-contained audit bundle (a directory, or one tar file
+    /// with --tar): events with their inclusion proofs, the signed
+    /// checkpoint, the verifier key, key registrations, a summary.
+    Export(ExportArgs),
+    /// Verify a bundle offline, with no ledger: digests, signatures,
+    /// authority, hash chain, proofs, checkpoint, blobs, summary.
+    /// Exit 0 clean, 2 malformed, 3 summary mismatch, 4 missing files,
+    /// 5 integrity failure.
+    Audit(AuditArgs),
 }
 
-pub fn run(_cmd: &ExportCmd, _ctx: &Ctx) -> Result<u8> {
-    Ok(crate::exit::USAGE)
+/// `docket export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Output path (must not exist): a directory, or a file with --tar.
+    pub out: PathBuf,
+    /// Export this task's whole verdict chain (repeatable) instead of a
+    /// log range.
+    #[arg(long = "task", value_name = "ID")]
+    pub tasks: Vec<String>,
+    /// First sequence number (default 0, or the --since checkpoint's size).
+    #[arg(long, value_name = "SEQ")]
+    pub from: Option<u64>,
+    /// Last sequence number, inclusive (default: the last).
+    #[arg(long, value_name = "SEQ")]
+    pub to: Option<u64>,
+    /// Export the log as of a sequence number or an RFC 3339 time, proven
+    /// against the first checkpoint covering it.
+    #[arg(long, value_name = "SEQ|TIME")]
+    pub as_of: Option<String>,
+    /// Include the evidence blobs the events reference (purged ones are
+    /// represented by their retention events).
+    #[arg(long)]
+    pub with_blobs: bool,
+    /// A signed checkpoint note you already hold: add a consistency proof
+    /// from it (and start the range there unless --from is given).
+    #[arg(long, value_name = "CHECKPOINT_FILE")]
+    pub since: Option<PathBuf>,
+    /// Write one tar file instead of a directory.
+    #[arg(long)]
+    pub tar: bool,
+    /// `bundle`, or `vsa` to add every verdict as a DSSE-signed SLSA
+    /// Verification Summary Attestation (checks as in-toto test results).
+    #[arg(long, value_enum, default_value_t = FormatArg::Bundle)]
+    pub format: FormatArg,
+}
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    Bundle,
+    Vsa,
+}
+
+/// `docket audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The bundle: a directory or a tar file.
+    pub bundle: PathBuf,
+    /// The verifier key to trust: a C2SP verifier key
+    /// (`name+hex8+base64`) or a file holding one. Without it the bundle's
+    /// own key is used and reported as self-asserted.
+    #[arg(long, value_name = "VKEY")]
+    pub trusted_key: Option<String>,
+    /// Follow manifest entries that point outside the bundle (local files
+    /// only) instead of refusing the bundle.
+    #[arg(long)]
+    pub allow_external_ref: bool,
+}
+
+pub fn run(cmd: &ExportCmd, ctx: &Ctx) -> Result<u8> {
+    match cmd {
+        ExportCmd::Export(a) => run_export(a, ctx),
+        ExportCmd::Audit(a) => run_audit(a, ctx.out),
+    }
+}
+
+fn run_export(args: &ExportArgs, ctx: &Ctx) -> Result<u8> {
+    let options = export_options(args)?;
+    let backend = ctx.backend()?;
+    let Some(embedded) = backend.embedded() else {
+        return Err(CliError::new(
+            exit::USAGE,
+            "export reads the data directory itself; run it where the ledger lives (without --server)",
+        )
+        .into());
+    };
+    let report = export::export(&embedded.ledger, &options, &args.out, args.tar)
+        .map_err(|e| export_error(&e))?;
+    let value = serde_json::json!({"out": args.out, "tar": args.tar, "report": report});
+    ctx.out.emit(&value, || {
+        let mut s = format!(
+            "exported {} events ({} selected) in {} run(s) to {}\n  checkpoint: tree size {}, root {}\n  inclusion proofs: {}",
+            report.events,
+            report.selected,
+            report.ranges.len(),
+            args.out.display(),
+            report.tree_size,
+            report.root,
+            report.inclusion_proofs
+        );
+        if let Some(since) = report.since_size {
+            s += &format!("\n  consistency proof from tree size {since}");
+        }
+        if args.with_blobs {
+            s += &format!("\n  blobs: {} copied", report.blobs);
+            if !report.blobs_absent.is_empty() {
+                s += &format!(", {} absent (purged)", report.blobs_absent.len());
+            }
+        }
+        if report.attestations > 0 {
+            s += &format!("\n  attestations: {}", report.attestations);
+        }
+        s + &format!("\n  {} files, {} bytes", report.files, report.bytes)
+    });
+    Ok(exit::OK)
+}
+
+fn export_options(args: &ExportArgs) -> Result<ExportOptions> {
+    let as_of = match &args.as_of {
+        None => None,
+        Some(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(AsOf::Seq(s.parse().map_err(|e| {
+                CliError::new(exit::USAGE, format!("--as-of {s}: {e}"))
+            })?))
+        }
+        Some(s) => Some(AsOf::TimeMs(parse_rfc3339_ms(s).map_err(|_| {
+            CliError::new(
+                exit::USAGE,
+                format!("--as-of {s:?} is neither a sequence number nor an RFC 3339 time"),
+            )
+        })?)),
+    };
+    let since_note = match &args.since {
+        None => None,
+        Some(p) => Some(std::fs::read_to_string(p).map_err(|e| {
+            CliError::new(
+                exit::MISSING,
+                format!("cannot read --since {}: {e}", p.display()),
+            )
+        })?),
+    };
+    Ok(ExportOptions {
+        tasks: args.tasks.clone(),
+        from: args.from,
+        to: args.to,
+        as_of,
+        with_blobs: args.with_blobs,
+        since_note,
+        format: match args.format {
+            FormatArg::Bundle => ExportFormat::Bundle,
+            FormatArg::Vsa => ExportFormat::Vsa,
+        },
+    })
+}
+
+/// An export error as a CLI error with its exit code.
+fn export_error(e: &ExportError) -> CliError {
+    let code = match e {
+        ExportError::Ledger(l) => exit::for_ledger_error(l),
+        ExportError::Request(_) | ExportError::Exists(_) => exit::INVALID,
+        ExportError::NotFound(_) => exit::MISSING,
+        _ => exit::UNEXPECTED,
+    };
+    CliError::new(code, e.to_string())
+}
+
+/// Parses `--trusted-key`: a verifier key, or a file holding one.
+fn trusted_key(arg: &str) -> Result<NoteVerifier> {
+    let text = if Path::new(arg).is_file() {
+        std::fs::read_to_string(arg).map_err(|e| {
+            CliError::new(
+                exit::MISSING,
+                format!("cannot read --trusted-key {arg}: {e}"),
+            )
+        })?
+    } else {
+        arg.to_string()
+    };
+    NoteVerifier::parse(text.trim()).map_err(|e| {
+        CliError::new(
+            exit::USAGE,
+            format!("--trusted-key is neither a C2SP verifier key nor a file holding one: {e}"),
+        )
+        .into()
+    })
+}
+
+fn run_audit(args: &AuditArgs, out: Output) -> Result<u8> {
+    let options = AuditOptions {
+        trusted_key: args.trusted_key.as_deref().map(trusted_key).transpose()?,
+        allow_external_ref: args.allow_external_ref,
+    };
+    let bar = out.progress(0, "auditing");
+    let report = export::audit(&args.bundle, &options, &mut |stage, done, total| {
+        if bar.length() != Some(total) {
+            bar.set_length(total);
+        }
+        bar.set_message(stage.to_string());
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    let code = report.exit_code();
+    let value = serde_json::json!({
+        "ok": code == exit::OK,
+        "exit_code": code,
+        "report": report,
+    });
+    out.emit(&value, || {
+        let mut s = format!(
+            "audited {}: {} events in {} run(s), {} signatures, {} inclusion proofs",
+            report.bundle,
+            report.events,
+            report.ranges.len(),
+            report.signatures_checked,
+            report.inclusion_proofs_checked
+        );
+        if let (Some(size), Some(root)) = (report.tree_size, &report.root) {
+            s += &format!(
+                "\n  checkpoint: {} tree size {size}, root {root} ({} key)",
+                report.origin.as_deref().unwrap_or("?"),
+                report.key
+            );
+        }
+        if report.whole_tree {
+            s += "\n  the bundle holds the whole log: root recomputed, every event re-admitted";
+        } else if report.from_genesis {
+            s += "\n  the bundle starts at genesis: every event re-admitted";
+        }
+        if report.consistency_checked {
+            s += "\n  consistency proof checked";
+        }
+        if report.blobs_checked > 0 {
+            s += &format!("\n  blobs checked: {}", report.blobs_checked);
+        }
+        if report.attestations_checked > 0 {
+            s += &format!("\n  attestations checked: {}", report.attestations_checked);
+        }
+        for f in &report.findings {
+            s += &format!("\n{f}");
+        }
+        if report.findings_omitted > 0 {
+            s += &format!("\n... and {} more findings", report.findings_omitted);
+        }
+        s += &if code == exit::OK {
+            "\nOK: the bundle verifies".to_string()
+        } else {
+            format!("\nFAIL (exit {code})")
+        };
+        s
+    });
+    Ok(code)
 }

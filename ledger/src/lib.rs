@@ -17,6 +17,7 @@ pub mod checkpoint;
 pub mod domain;
 pub mod error;
 pub mod event;
+pub mod export;
 pub mod keys;
 pub mod ledger;
 pub mod merkle;

@@ -900,12 +900,29 @@ fn scope_rules(ctx: &Ctx<'_>) -> RuleOutput {
     }
     if let Some((name, patch)) = &ctx.patch {
         for file in &patch.files {
-            for path in file
-                .old_path
-                .iter()
-                .chain(file.new_path.iter())
-                .collect::<BTreeSet<_>>()
+            // The source of a copy is only read: outside the pins it is an
+            // input that was not pinned, not a disallowed write.
+            if file.kind == ChangeKind::Copied
+                && let Some(source) = &file.old_path
             {
+                let decision = scope.decide(source);
+                if !decision.is_allowed() {
+                    out.push(f(
+                        CHECK,
+                        "evidence.patch_diff.sources_pinned",
+                        ReasonCode::PinsInsufficient,
+                        name,
+                        Some(file.line),
+                        format!("copy source {}", scope_message(source, &decision)),
+                    ));
+                }
+            }
+            let written: BTreeSet<&String> = if file.kind == ChangeKind::Copied {
+                file.new_path.iter().collect()
+            } else {
+                file.old_path.iter().chain(file.new_path.iter()).collect()
+            };
+            for path in written {
                 let decision = scope.decide(path);
                 if !decision.is_allowed() {
                     out.push(f(

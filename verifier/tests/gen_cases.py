@@ -634,6 +634,17 @@ def _(c):
     s = submit_of(c); s["changed_files"].append("Makefile"); set_submit(c, s)
 
 
+@case("fail_pins_insufficient_copy_source", "FAIL", "PINS_INSUFFICIENT", ["scope_valid"], ["evidence.patch_diff.sources_pinned"], "scope_violation")
+def _(c):
+    set_diff(c, DIFF + """diff --git a/vendor/template.rs b/src/template.rs
+similarity index 100%
+copy from vendor/template.rs
+copy to src/template.rs
+""")
+    s = submit_of(c); s["new_files"].append("src/template.rs"); set_submit(c, s)
+    c["files"]["report.md"] += "- src/template.rs\n"
+
+
 INVALID_TASKS = {
     "invalid_task_every_rule": (
         {"task_id": "TASK-001", "goal": "", "pins": {"allowed_paths": [], "forbidden_paths": []},

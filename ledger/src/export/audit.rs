@@ -37,7 +37,7 @@ use super::format::{
 };
 use super::summary::SummaryBuilder;
 use super::vsa;
-use super::writer::{referenced_blobs, sha256};
+use super::writer::{expected_blobs, removed_blobs, sha256};
 
 /// How to audit.
 #[derive(Debug, Clone, Default)]
@@ -1213,16 +1213,20 @@ impl<'o> Auditor<'o> {
         manifest: &Manifest,
         carried: &[Carried],
     ) {
-        let mut referenced: BTreeMap<BlobDigest, u64> = BTreeMap::new();
-        let mut purged: BTreeMap<BlobDigest, u64> = BTreeMap::new();
+        // What the carried events say about evidence content.
+        let mut fold = LedgerState::default();
         for c in carried {
-            for d in referenced_blobs(&c.event) {
-                referenced.entry(d).or_insert(c.event.seq);
-            }
-            for d in purged_blobs(&c.event) {
-                purged.insert(d, c.event.seq);
-            }
+            fold.apply(&c.event);
         }
+        let expected = expected_blobs(&fold.domain.oids);
+        let purged = removed_blobs(&fold.domain.oids);
+        let registered_at: BTreeMap<BlobDigest, u64> = fold
+            .domain
+            .oids
+            .oids
+            .values()
+            .filter_map(|r| Some((format::parse_hash(&r.sha256)?, r.registered_seq)))
+            .collect();
         let mut present: BTreeSet<BlobDigest> = BTreeSet::new();
         for (path, bytes) in files.range(BLOBS_DIR.to_string()..) {
             let Some(name) = path.strip_prefix(BLOBS_DIR) else {
@@ -1248,7 +1252,7 @@ impl<'o> Auditor<'o> {
                     Some(*seq),
                     "the content is present although a carried retention event purged it",
                 );
-            } else if !referenced.contains_key(&d) {
+            } else if !expected.contains(&d) {
                 self.warn(
                     FindingKind::Unknown,
                     Some(path),
@@ -1258,13 +1262,13 @@ impl<'o> Auditor<'o> {
             }
         }
         if manifest.with_blobs {
-            for (d, seq) in &referenced {
-                if !present.contains(d) && !purged.contains_key(d) {
+            for d in &expected {
+                if !present.contains(d) {
                     self.error(
                         FindingKind::MissingBlob,
                         Some(&format!("{BLOBS_DIR}{}", hex::encode(d))),
-                        Some(*seq),
-                        "referenced evidence is neither in the bundle nor purged by a carried retention event",
+                        registered_at.get(d).copied(),
+                        "the content of live evidence is missing and no carried retention event removed it",
                     );
                 }
             }
@@ -1428,22 +1432,4 @@ fn role_violation(keys: &KeysProjection, e: &Event) -> Option<String> {
         return Some(format!("needs one of the roles {}", need.join(", ")));
     }
     None
-}
-
-/// Blob digests whose content a retention event purged.
-///
-/// TODO(retention): align with the retention payloads once they land.
-pub fn purged_blobs(event: &Event) -> Vec<BlobDigest> {
-    if event.kind != "evidence.expired" && event.kind != "retention.redacted" {
-        return Vec::new();
-    }
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&event.payload) else {
-        return Vec::new();
-    };
-    ["purged_sha256", "original_sha256", "sha256"]
-        .iter()
-        .filter(|k| event.kind == "evidence.expired" || **k != "sha256")
-        .filter_map(|k| v.get(*k).and_then(|d| d.as_str()))
-        .filter_map(|d| format::parse_hash(d.strip_prefix("sha256:").unwrap_or(d)))
-        .collect()
 }

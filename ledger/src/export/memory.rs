@@ -256,4 +256,8 @@ impl LogSource for MemoryLog {
     fn blob(&self, digest: &BlobDigest) -> Result<Option<Vec<u8>>> {
         Ok(self.blobs.get(digest).cloned())
     }
+
+    fn oid_record(&self, oid: &str) -> Option<crate::domain::OidRecord> {
+        self.state.domain.oids.oids.get(oid).cloned()
+    }
 }

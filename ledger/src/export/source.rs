@@ -5,6 +5,7 @@ use ed25519_dalek::SigningKey;
 
 use crate::blobs::{BlobDigest, BlobStore};
 use crate::checkpoint::{self, Checkpoint, NoteVerifier};
+use crate::domain::OidRecord;
 use crate::error::{LedgerError, Result};
 use crate::ledger::Ledger;
 use crate::merkle::Hash;
@@ -39,6 +40,8 @@ pub trait LogSource {
     fn keys(&self) -> KeysProjection;
     /// A blob's content, or None when it is not stored (purged).
     fn blob(&self, digest: &BlobDigest) -> Result<Option<Vec<u8>>>;
+    /// The live state's record of an evidence OID.
+    fn oid_record(&self, oid: &str) -> Option<OidRecord>;
 
     /// The verifier for this log's checkpoints.
     fn note_verifier(&self) -> Result<NoteVerifier> {
@@ -101,6 +104,10 @@ impl LogSource for Ledger {
 
     fn keys(&self) -> KeysProjection {
         self.state().keys.clone()
+    }
+
+    fn oid_record(&self, oid: &str) -> Option<OidRecord> {
+        self.state().domain.oids.oids.get(oid).cloned()
     }
 
     fn blob(&self, digest: &BlobDigest) -> Result<Option<Vec<u8>>> {

@@ -30,9 +30,12 @@ pub struct Summary {
     /// Every key the carried events register (genesis included), by hex
     /// public key.
     pub keys: BTreeMap<String, KeySummary>,
-    /// Verdict state per task, folded from the carried events by the domain
-    /// projections.
+    /// Verdict state per task (`TaskState` of the domain's verdicts
+    /// projection), folded from the carried events.
     pub tasks: BTreeMap<String, serde_json::Value>,
+    /// Evidence records (`OidRecord` of the OID registry) of those tasks,
+    /// by OID, folded from the carried events.
+    pub oids: BTreeMap<String, serde_json::Value>,
 }
 
 /// One key as the carried events define it.
@@ -105,17 +108,23 @@ impl SummaryBuilder {
             ranges: self.ranges,
             kinds: self.kinds,
             keys,
-            tasks: task_states(&self.state),
+            tasks: to_values(&self.state.domain.verdicts.tasks),
+            oids: to_values(&self.state.domain.oids.oids),
         }
     }
 }
 
-/// Verdict state per task from the domain projections.
-///
-/// TODO(domain): fill from the domain's verdict projection once it lands
-/// (`ledger/src/domain/**`); until then bundles carry no task state.
-fn task_states(_state: &LedgerState) -> BTreeMap<String, serde_json::Value> {
-    BTreeMap::new()
+fn to_values<T: Serialize>(m: &BTreeMap<String, T>) -> BTreeMap<String, serde_json::Value> {
+    // Invariant: projection records are strings, integers, bools and maps
+    // with string or integer keys; serde_json cannot fail on them.
+    m.iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                serde_json::to_value(v).expect("projection serialises"),
+            )
+        })
+        .collect()
 }
 
 /// Canonical bytes of a summary (pretty JSON with a final newline).

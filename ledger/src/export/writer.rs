@@ -11,8 +11,13 @@ use sha2::{Digest as _, Sha256};
 use crate::authority::GENESIS;
 use crate::blobs::BlobDigest;
 use crate::checkpoint;
+use crate::domain::kinds::EVIDENCE_REGISTERED;
+use crate::domain::oid;
+use crate::domain::payloads::task_key;
+use crate::domain::{OidRegistry, OidState};
 use crate::event::Event;
 use crate::merkle::Hash;
+use crate::state::LedgerState;
 
 use super::ExportError;
 use super::bundle;
@@ -213,6 +218,31 @@ pub fn build(
         }
     }
 
+    // 3b. Purged evidence appears as its retention event: when a carried
+    // OID's content is gone, carry the event that removed it.
+    if options.with_blobs {
+        let mut fold = LedgerState::default();
+        for (_, e) in carried.values() {
+            fold.apply(e);
+        }
+        for (oid, rec) in &fold.domain.oids.oids {
+            let Some(d) = format::parse_hash(&rec.sha256) else {
+                continue;
+            };
+            if source.blob(&d)?.is_some() {
+                continue;
+            }
+            if let Some(removal) = source.oid_record(oid).and_then(|r| r.removal)
+                && removal.seq < tree_size
+                && let std::collections::btree_map::Entry::Vacant(v) = carried.entry(removal.seq)
+            {
+                let bytes = fetch(source, removal.seq)?;
+                let event = decode(removal.seq, &bytes)?;
+                v.insert((bytes, event));
+            }
+        }
+    }
+
     // 4. Key context: genesis, then the registration (and any revocation
     // before the end) of every author, transitively.
     let keys = source.keys();
@@ -264,16 +294,19 @@ pub fn build(
         inclusion,
     };
 
-    // 6. Blobs.
+    // 6. Summary and events; blobs of the evidence the carried events
+    // register (live content; for a redaction, the redacted content).
+    let mut builder = SummaryBuilder::new(tree_size);
+    let mut events_bin = Vec::new();
+    for (bytes, e) in carried.values() {
+        builder.add(e);
+        format::push_event_record(&mut events_bin, bytes);
+    }
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut blobs_absent = Vec::new();
     let mut blob_count = 0u64;
     if options.with_blobs {
-        let mut digests: BTreeSet<BlobDigest> = BTreeSet::new();
-        for (_, e) in carried.values() {
-            digests.extend(referenced_blobs(e));
-        }
-        for d in digests {
+        for d in expected_blobs(&builder.state().domain.oids) {
             match source.blob(&d)? {
                 Some(bytes) => {
                     files.insert(format!("{BLOBS_DIR}{}", hex::encode(d)), bytes);
@@ -283,15 +316,8 @@ pub fn build(
             }
         }
     }
-
-    // 7. Summary, events, the rest.
-    let mut builder = SummaryBuilder::new(tree_size);
-    let mut events_bin = Vec::new();
-    for (bytes, e) in carried.values() {
-        builder.add(e);
-        format::push_event_record(&mut events_bin, bytes);
-    }
     let summary = builder.finish();
+    // 7. The rest.
     let mut attestations = 0u64;
     if options.format == ExportFormat::Vsa {
         let events: Vec<&Event> = carried.values().map(|(_, e)| e).collect();
@@ -433,20 +459,23 @@ fn last_at_or_before(source: &dyn LogSource, time_ms: u64) -> Result<u64, Export
 
 /// Every event of each task's verdict chain in `from..to`, by task.
 ///
-/// A chain is every event whose JSON payload names the task (`task_id`),
-/// plus every event naming one of the evidence OIDs those events register
-/// (retention events refer to evidence by OID).
+/// A chain is every event whose JSON payload names the task (`task_id`,
+/// compared in canonical form): contract, evidence registrations,
+/// executions, submissions, checks, verdicts, approvals; plus every event
+/// naming one of the evidence OIDs the task's registrations minted (`oid`
+/// or `oids`: retention events refer to evidence by OID).
 fn task_chains(
     source: &dyn LogSource,
     tasks: &[String],
     from: u64,
     to: u64,
 ) -> Result<BTreeMap<String, BTreeSet<u64>>, ExportError> {
+    let wanted: BTreeMap<String, String> = tasks.iter().map(|t| (task_key(t), t.clone())).collect();
     let mut chains: BTreeMap<String, BTreeSet<u64>> =
         tasks.iter().map(|t| (t.clone(), BTreeSet::new())).collect();
     let mut oids: BTreeMap<String, String> = BTreeMap::new();
     let mut next = 0u64;
-    let end = source.len();
+    let end = source.len().min(to);
     while next < end {
         let upto = (next + 8192).min(end);
         for (seq, bytes) in source.event_range(next, upto)? {
@@ -457,25 +486,34 @@ fn task_chains(
             let Ok(v) = serde_json::from_slice::<serde_json::Value>(&e.payload) else {
                 continue;
             };
-            let task = v
+            let by_task = v
                 .get("task_id")
                 .and_then(|t| t.as_str())
-                .map(str::to_string);
-            let oid = v.get("oid").and_then(|t| t.as_str()).map(str::to_string);
-            let owner = match (&task, &oid) {
-                (Some(t), _) if chains.contains_key(t) => {
-                    if let Some(o) = &oid {
-                        oids.insert(o.clone(), t.clone());
+                .and_then(|t| wanted.get(&task_key(t)));
+            let owner = match by_task {
+                Some(t) => {
+                    if e.kind == EVIDENCE_REGISTERED {
+                        oids.insert(oid::of_event(&e), t.clone());
                     }
                     Some(t.clone())
                 }
-                (None, Some(o)) => oids.get(o).cloned(),
-                _ => None,
+                None => {
+                    let named = v.get("oid").into_iter().chain(
+                        v.get("oids")
+                            .and_then(|o| o.as_array())
+                            .into_iter()
+                            .flatten(),
+                    );
+                    named
+                        .filter_map(|o| o.as_str())
+                        .find_map(|o| oids.get(o))
+                        .cloned()
+                }
             };
             if let Some(t) = owner
-                && (from..to).contains(&seq)
+                && seq >= from
             {
-                // Invariant: `owner` is a key of `chains` by construction.
+                // Invariant: `owner` is one of the requested tasks.
                 chains.get_mut(&t).expect("task is requested").insert(seq);
             }
         }
@@ -484,18 +522,29 @@ fn task_chains(
     Ok(chains)
 }
 
-/// Blob digests an event references (evidence content).
-pub fn referenced_blobs(event: &Event) -> Vec<BlobDigest> {
-    if event.kind != "evidence.registered" && event.kind != "retention.redacted" {
-        return Vec::new();
-    }
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&event.payload) else {
-        return Vec::new();
-    };
-    ["sha256", "digest", "redacted_sha256"]
-        .iter()
-        .filter_map(|k| v.get(*k).and_then(|d| d.as_str()))
-        .filter_map(|d| format::parse_hash(d.strip_prefix("sha256:").unwrap_or(d)))
+/// The blobs a bundle with `--with-blobs` must hold for these OIDs: the
+/// content of every live OID, the redacted content of every redacted one.
+pub fn expected_blobs(oids: &OidRegistry) -> BTreeSet<BlobDigest> {
+    oids.oids
+        .values()
+        .filter_map(|r| match r.state {
+            OidState::Live => format::parse_hash(&r.sha256),
+            OidState::Redacted => r
+                .removal
+                .as_ref()
+                .and_then(|x| x.redacted_sha256.as_deref())
+                .and_then(format::parse_hash),
+            OidState::Expired => None,
+        })
+        .collect()
+}
+
+/// Blob digests whose content the OIDs' retention removed (must be absent).
+pub fn removed_blobs(oids: &OidRegistry) -> BTreeMap<BlobDigest, u64> {
+    oids.oids
+        .values()
+        .filter(|r| r.state != OidState::Live)
+        .filter_map(|r| Some((format::parse_hash(&r.sha256)?, r.removal.as_ref()?.seq)))
         .collect()
 }
 

@@ -29,6 +29,7 @@ use crate::state::{AdmitContext, LedgerState};
 
 use super::kinds;
 use super::oid;
+use super::payloads::EvidenceRegistered;
 use super::payloads::{
     Fields, RETENTION_CLASSES, finish, from_violations, is_artifact_name, is_check_name,
     is_media_type, is_sha256_hex, json_object, task_key,
@@ -146,9 +147,11 @@ fn admit_task(state: &LedgerState, stmt: &Statement) -> Result<()> {
     Ok(())
 }
 
-fn admit_evidence(state: &LedgerState, stmt: &Statement, ctx: &AdmitContext) -> Result<()> {
+/// Validates an `evidence.registered` payload (every violation listed) and
+/// decodes it.
+pub fn evidence_schema(payload: &[u8]) -> Result<EvidenceRegistered> {
     const WHAT: &str = kinds::EVIDENCE_REGISTERED;
-    let map = json_object(WHAT, &stmt.payload)?;
+    let map = json_object(WHAT, payload)?;
     let mut f = Fields {
         map: &map,
         violations: Vec::new(),
@@ -162,7 +165,7 @@ fn admit_evidence(state: &LedgerState, stmt: &Statement, ctx: &AdmitContext) -> 
         "retention_class",
         "name",
     ]);
-    let task_id = f.text("task_id", true, MAX_LABEL);
+    f.text("task_id", true, MAX_LABEL);
     if let Some(t) = f.str("evidence_type", true)
         && t.parse::<EvidenceType>().is_err()
     {
@@ -203,9 +206,15 @@ fn admit_evidence(state: &LedgerState, stmt: &Statement, ctx: &AdmitContext) -> 
         );
     }
     finish(WHAT, f.violations)?;
-    // Invariant: finish() returned Ok, so the required task_id was read.
-    let task_id = task_id.expect("task_id validated");
-    task(state, task_id)?;
+    serde_json::from_slice(payload).map_err(|e| LedgerError::Invalid {
+        what: WHAT.into(),
+        violations: vec![e.to_string()],
+    })
+}
+
+fn admit_evidence(state: &LedgerState, stmt: &Statement, ctx: &AdmitContext) -> Result<()> {
+    let p = evidence_schema(&stmt.payload)?;
+    task(state, &p.task_id)?;
     let minted = oid::of_statement(stmt, ctx.recorded_at_ms);
     if let Some(r) = state.domain.oids.oids.get(&minted) {
         return Err(LedgerError::AlreadyExists {

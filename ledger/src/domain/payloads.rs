@@ -410,6 +410,62 @@ pub fn is_check_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"_.:/-".contains(&b))
 }
 
+/// The evidence type of an artifact named `name` in a seed 000 artifacts
+/// directory (first matching type, else `other`).
+pub fn guess_evidence_type(name: &str) -> &'static str {
+    docket_verifier::EvidenceType::ALL
+        .iter()
+        .find(|t| **t != docket_verifier::EvidenceType::Other && t.matches_artifact(name))
+        .map_or("other", |t| t.as_str())
+}
+
+/// A media type for an artifact name, from its extension.
+pub fn guess_media_type(name: &str) -> &'static str {
+    let lower = name.to_ascii_lowercase();
+    let ext = lower.rsplit_once('.').map_or("", |(_, e)| e);
+    match ext {
+        "diff" | "patch" => "text/x-diff",
+        "log" | "txt" | "out" | "err" => "text/plain",
+        "md" => "text/markdown",
+        "json" => "application/json",
+        "jsonl" | "ndjson" => "application/x-ndjson",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "html" | "htm" => "text/html",
+        "csv" => "text/csv",
+        "yaml" | "yml" => "application/yaml",
+        _ if lower.ends_with("stdout") || lower.ends_with("stderr") => "text/plain",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Builds a `submission.received` payload: the `submit.json` document with
+/// `evidence_oids` added (replacing any there). A document that is not a
+/// JSON object is `Invalid` with the verifier's violations.
+pub fn submission_payload(submit_json: &[u8], evidence_oids: &[String]) -> Result<Vec<u8>> {
+    let mut map = match serde_json::from_slice::<Value>(submit_json) {
+        Ok(Value::Object(map)) => map,
+        _ => {
+            let violations = match docket_verifier::submit::Submission::parse(submit_json) {
+                Err(vs) => vs.iter().map(ToString::to_string).collect(),
+                Ok(_) => vec!["submit.json must be a JSON object".into()],
+            };
+            return Err(LedgerError::Invalid {
+                what: "submission.received".into(),
+                violations,
+            });
+        }
+    };
+    map.insert(
+        "evidence_oids".into(),
+        Value::Array(evidence_oids.iter().cloned().map(Value::String).collect()),
+    );
+    // Invariant: a JSON map serialises.
+    Ok(serde_json::to_vec(&Value::Object(map)).expect("JSON serialises"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,5 +508,10 @@ mod tests {
         assert!(!is_sha256_hex(&"AB".repeat(32)));
         assert_eq!(ms_to_rfc3339(1_770_647_400_000), "2026-02-09T14:30:00Z");
         assert_eq!(rfc3339_ms("2026-02-09T14:30:00Z"), Some(1_770_647_400_000));
+        assert_eq!(guess_evidence_type("patch.diff"), "patch.diff");
+        assert_eq!(guess_evidence_type("evidence/patch.diff"), "patch.diff");
+        assert_eq!(guess_evidence_type("evidence/pre_state.json"), "other");
+        assert_eq!(guess_evidence_type("trace.jsonl"), "trace");
+        assert_eq!(guess_media_type("report.md"), "text/markdown");
     }
 }

@@ -31,7 +31,7 @@ use crate::error::{LedgerError, Result};
 use crate::event::Statement;
 use crate::ledger::{InitOutcome, Ledger, LedgerOptions, Receipt};
 use crate::projection::KeyRecord;
-use crate::state::LedgerState;
+use crate::state::{AdmitContext, LedgerState};
 
 use super::kinds;
 use super::oid;
@@ -268,10 +268,30 @@ impl Docket {
         )
     }
 
+    /// Checks `stmt` as the committer would if it were appended now
+    /// (signature, authority, schema, references), without appending. The
+    /// append re-checks everything; this only avoids work (e.g. storing a
+    /// blob) for a statement that would be refused. A statement already in
+    /// the log passes (its append is idempotent).
+    pub fn precheck(&self, stmt: &Statement) -> Result<()> {
+        stmt.check_shape()?;
+        if self.ledger.store().statement_seq(&stmt.digest())?.is_some() {
+            return Ok(());
+        }
+        stmt.verify_strict()?;
+        let state = self.ledger.state();
+        let ctx = AdmitContext {
+            seq: state.applied,
+            recorded_at_ms: now_ms().max(state.last_recorded_at_ms),
+        };
+        state.admit(stmt, &ctx)
+    }
+
     /// Stores `reader`'s content, checks it against the statement's digest
     /// and size, then appends the `evidence.registered` statement.
     pub fn put_evidence<R: Read>(&self, reader: R, stmt: Statement) -> Result<EvidenceReceipt> {
         expect_kind(&stmt, &[kinds::EVIDENCE_REGISTERED])?;
+        self.precheck(&stmt)?;
         let p = evidence_payload(&stmt)?;
         let digest = parse_digest(&p.sha256)?;
         let put = self.put_blob(reader, Some(&digest), Some(p.size))?;
@@ -284,6 +304,7 @@ impl Docket {
     /// in the blob store (same digest and size); `FailedPrecondition` if not.
     pub fn register_evidence(&self, stmt: Statement) -> Result<EvidenceReceipt> {
         expect_kind(&stmt, &[kinds::EVIDENCE_REGISTERED])?;
+        self.precheck(&stmt)?;
         let p = evidence_payload(&stmt)?;
         let digest = parse_digest(&p.sha256)?;
         match self.blobs.size(&digest)? {
@@ -758,12 +779,7 @@ impl Docket {
 }
 
 fn evidence_payload(stmt: &Statement) -> Result<EvidenceRegistered> {
-    serde_json::from_slice(&stmt.payload).map_err(|e| LedgerError::Invalid {
-        what: kinds::EVIDENCE_REGISTERED.into(),
-        violations: vec![format!(
-            "payload is not a valid evidence.registered document: {e}"
-        )],
-    })
+    super::admit::evidence_schema(&stmt.payload)
 }
 
 /// Evidence blobs loaded for the engine: name → content, or why it is

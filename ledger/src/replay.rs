@@ -163,16 +163,31 @@ pub fn replay(
             };
             decoded.push((seq, bytes, ev));
         }
-        let bad_sigs: std::collections::BTreeSet<u64> = if options.verify {
+        // Signatures (all cores) run alongside the sequential fold below.
+        let verify_sigs = || -> Vec<(u64, String)> {
+            if !options.verify {
+                return Vec::new();
+            }
             let events: Vec<&Event> = decoded.iter().filter_map(|(_, _, e)| e.as_ref()).collect();
-            signatures_checked += events.len() as u64;
             event::verify_signatures(&events)
                 .into_iter()
-                .map(|i| events[i].seq)
+                .map(|i| {
+                    let e = events[i];
+                    (
+                        e.seq,
+                        format!(
+                            "author signature of {} by {} does not verify",
+                            e.kind,
+                            hex::encode(e.author)
+                        ),
+                    )
+                })
                 .collect()
-        } else {
-            Default::default()
         };
+        if options.verify {
+            signatures_checked += decoded.iter().filter(|(_, _, e)| e.is_some()).count() as u64;
+        }
+        let fold = || -> Result<()> {
         let mut expected = next;
         for (seq, bytes, ev) in &decoded {
             if *seq != expected {
@@ -244,20 +259,6 @@ pub fn replay(
                             &mut findings,
                         );
                     }
-                    if bad_sigs.contains(seq) {
-                        push(
-                            Finding {
-                                kind: FindingKind::Signature,
-                                seq: Some(*seq),
-                                detail: format!(
-                                    "author signature of {} by {} does not verify",
-                                    ev.kind,
-                                    hex::encode(ev.author)
-                                ),
-                            },
-                            &mut findings,
-                        );
-                    }
                     let ctx = AdmitContext {
                         seq: *seq,
                         recorded_at_ms: ev.recorded_at_ms,
@@ -292,6 +293,20 @@ pub fn replay(
                     kind: FindingKind::Sequence,
                     seq: Some(expected),
                     detail: format!("events {expected}..{to} are missing"),
+                },
+                &mut findings,
+            );
+        }
+        Ok(())
+        };
+        let (bad_sigs, folded) = rayon::join(verify_sigs, fold);
+        folded?;
+        for (seq, detail) in bad_sigs {
+            push(
+                Finding {
+                    kind: FindingKind::Signature,
+                    seq: Some(seq),
+                    detail,
                 },
                 &mut findings,
             );
@@ -345,6 +360,8 @@ pub fn replay(
             },
         }
     }
+    // Findings in log order (stable: per-event order is kept).
+    findings.sort_by_key(|f| f.seq.unwrap_or(u64::MAX));
     let report = ReplayReport {
         events: end,
         signatures_checked,

@@ -603,6 +603,15 @@ impl<'o> Auditor<'o> {
     fn key(&mut self, files: &BTreeMap<String, Vec<u8>>) -> Option<NoteVerifier> {
         let bundle_key = files.get(VKEY).and_then(|b| match std::str::from_utf8(b) {
             Ok(s) => match NoteVerifier::parse(s.trim_end_matches('\n')) {
+                Ok(k) if k.to_vkey() != s.trim_end_matches('\n') => {
+                    self.error(
+                        FindingKind::Malformed,
+                        Some(VKEY),
+                        None,
+                        format!("not in canonical form (expected {})", k.to_vkey()),
+                    );
+                    Some(k)
+                }
                 Ok(k) => Some(k),
                 Err(e) => {
                     self.error(FindingKind::Malformed, Some(VKEY), None, e.to_string());

@@ -470,7 +470,7 @@ fn task_chains(
     from: u64,
     to: u64,
 ) -> Result<BTreeMap<String, BTreeSet<u64>>, ExportError> {
-    let wanted: BTreeMap<String, String> = tasks.iter().map(|t| (task_key(t), t.clone())).collect();
+    let wanted: BTreeMap<String, String> = tasks.iter().map(|t| (task_key(t).to_string(), t.clone())).collect();
     let mut chains: BTreeMap<String, BTreeSet<u64>> =
         tasks.iter().map(|t| (t.clone(), BTreeSet::new())).collect();
     let mut oids: BTreeMap<String, String> = BTreeMap::new();
@@ -489,7 +489,7 @@ fn task_chains(
             let by_task = v
                 .get("task_id")
                 .and_then(|t| t.as_str())
-                .and_then(|t| wanted.get(&task_key(t)));
+                .and_then(|t| wanted.get(&*task_key(t)));
             let owner = match by_task {
                 Some(t) => {
                     if e.kind == EVIDENCE_REGISTERED {

@@ -62,12 +62,20 @@ pub trait Store: NodeSource + Send + Sync {
     fn snapshot(&self, name: &str) -> Result<Option<(u64, Vec<u8>)>>;
 }
 
+/// Merkle nodes at or above this level are also kept in memory (about 4
+/// bytes per event: 1/16 + 1/32 + … of the leaves), so a proof reads only the
+/// bottom four levels from sled.
+pub const CACHED_FROM_LEVEL: u8 = 4;
+
 /// The embedded sled store under `DIR/log/` with snapshots in `DIR/snapshots/`.
 pub struct SledStore {
     db: sled::Db,
     tree: sled::Tree,
     db_file: File,
     snapshot_dir: PathBuf,
+    /// `upper[l - CACHED_FROM_LEVEL][i]` = node (l, i), for every stored
+    /// complete node at level ≥ [`CACHED_FROM_LEVEL`].
+    upper: std::sync::RwLock<Vec<Vec<Hash>>>,
 }
 
 impl std::fmt::Debug for SledStore {
@@ -132,11 +140,13 @@ impl SledStore {
             .map_err(|e| LedgerError::store("opening tree log", e))?;
         let db_path = log_dir.join("db");
         let db_file = File::open(&db_path).map_err(|e| LedgerError::io(&db_path, e))?;
+        let upper = load_upper_levels(&tree)?;
         Ok(Self {
             db,
             tree,
             db_file,
             snapshot_dir,
+            upper: std::sync::RwLock::new(upper),
         })
     }
 
@@ -158,8 +168,46 @@ impl SledStore {
     }
 }
 
+/// Reads every stored node at level ≥ [`CACHED_FROM_LEVEL`], checking that
+/// each level is contiguous from index 0.
+fn load_upper_levels(tree: &sled::Tree) -> Result<Vec<Vec<Hash>>> {
+    let mut upper = Vec::new();
+    for level in CACHED_FROM_LEVEL..64 {
+        let mut nodes = Vec::new();
+        for item in tree.scan_prefix([b'n', level]) {
+            let (k, v) = item.map_err(|e| LedgerError::store("scanning Merkle nodes", e))?;
+            let index = seq_from(&k[2..], "Merkle node key")?;
+            if index != nodes.len() as u64 || v.len() != 32 {
+                return Err(LedgerError::corrupt(
+                    format!("Merkle node ({level}, {index})"),
+                    "nodes of a level are not contiguous 32-byte hashes",
+                ));
+            }
+            let mut h = [0u8; 32];
+            h.copy_from_slice(&v);
+            nodes.push(h);
+        }
+        if nodes.is_empty() {
+            break;
+        }
+        upper.push(nodes);
+    }
+    Ok(upper)
+}
+
 impl NodeSource for SledStore {
     fn node(&self, level: u8, index: u64) -> Result<Hash, MerkleError> {
+        if level >= CACHED_FROM_LEVEL {
+            let upper = self
+                .upper
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            return usize::try_from(index)
+                .ok()
+                .and_then(|i| upper.get(usize::from(level - CACHED_FROM_LEVEL))?.get(i))
+                .copied()
+                .ok_or(MerkleError::MissingNode { level, index });
+        }
         match self.tree.get(node_key(level, index)) {
             Ok(Some(v)) if v.len() == 32 => {
                 let mut h = [0u8; 32];
@@ -189,7 +237,29 @@ impl Store for SledStore {
         self.tree
             .apply_batch(b)
             .map_err(|e| LedgerError::store("applying a commit batch", e))?;
-        self.sync()
+        self.sync()?;
+        // Durable: publish the upper nodes to the in-memory levels.
+        let mut upper = self
+            .upper
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (level, index, hash) in &batch.nodes {
+            if *level < CACHED_FROM_LEVEL {
+                continue;
+            }
+            let l = usize::from(level - CACHED_FROM_LEVEL);
+            while upper.len() <= l {
+                upper.push(Vec::new());
+            }
+            if *index == upper[l].len() as u64 {
+                upper[l].push(*hash);
+            } else {
+                // Out of order: only a store written by hand does this;
+                // proofs then fail with MissingNode rather than lie.
+                tracing::warn!("Merkle node ({level}, {index}) committed out of order");
+            }
+        }
+        Ok(())
     }
 
     fn len(&self) -> Result<u64> {

@@ -269,3 +269,128 @@ fn run_audit(args: &AuditArgs, out: Output) -> Result<u8> {
     });
     Ok(code)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use docket_ledger::{Ledger, Statement, keys};
+
+    fn args(out: &Path) -> ExportArgs {
+        ExportArgs {
+            out: out.to_path_buf(),
+            tasks: Vec::new(),
+            from: None,
+            to: None,
+            as_of: None,
+            with_blobs: false,
+            since: None,
+            tar: false,
+            format: FormatArg::Bundle,
+        }
+    }
+
+    #[test]
+    fn export_then_audit_end_to_end_with_exit_codes() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let (ledger, init) = Ledger::init(&data, Some("cli.test/export")).unwrap();
+        let admin = keys::read_key_file(&init.admin_key_path).unwrap();
+        let writer = keys::generate().unwrap();
+        let reg = serde_json::json!({
+            "public_key": hex::encode(writer.verifying_key().to_bytes()),
+            "roles": ["submitter"],
+        });
+        ledger
+            .append(Statement::sign(
+                "key.registered",
+                reg.to_string().into_bytes(),
+                &admin,
+            ))
+            .unwrap();
+        for i in 0..20 {
+            ledger
+                .append(Statement::sign(
+                    "x-note",
+                    format!("{{\"i\":{i}}}").into_bytes(),
+                    &writer,
+                ))
+                .unwrap();
+        }
+        let vkey = ledger.verifier_key();
+        let (_, early) = ledger.checkpoint_at(5).unwrap();
+        ledger.close().unwrap();
+        drop(ledger);
+        let since = dir.path().join("since.note");
+        std::fs::write(&since, early).unwrap();
+
+        let ctx = Ctx::new(data, None, Output { json: true });
+        let out = dir.path().join("bundle");
+        let mut a = args(&out);
+        a.since = Some(since);
+        a.as_of = Some("18".into());
+        assert_eq!(run(&ExportCmd::Export(a), &ctx).unwrap(), exit::OK);
+        let tar = dir.path().join("bundle.tar");
+        let mut a = args(&tar);
+        a.tar = true;
+        a.from = Some(10);
+        assert_eq!(run(&ExportCmd::Export(a), &ctx).unwrap(), exit::OK);
+        // Never over an existing path.
+        let e = run(&ExportCmd::Export(args(&out)), &ctx).unwrap_err();
+        assert_eq!(exit::for_error(&e), exit::INVALID);
+        // A bad --as-of is a usage error.
+        let mut a = args(&dir.path().join("x"));
+        a.as_of = Some("yesterday".into());
+        assert_eq!(
+            exit::for_error(&run(&ExportCmd::Export(a), &ctx).unwrap_err()),
+            exit::USAGE
+        );
+        drop(ctx);
+
+        // Audit needs no ledger.
+        let ctx = Ctx::new(dir.path().join("no-ledger"), None, Output { json: true });
+        for bundle in [&out, &tar] {
+            let audit = |trusted: Option<String>| {
+                run(
+                    &ExportCmd::Audit(AuditArgs {
+                        bundle: bundle.clone(),
+                        trusted_key: trusted,
+                        allow_external_ref: false,
+                    }),
+                    &ctx,
+                )
+                .unwrap()
+            };
+            assert_eq!(audit(Some(vkey.clone())), exit::OK);
+            assert_eq!(audit(None), exit::OK, "a self-asserted key is a warning");
+        }
+        let key_file = dir.path().join("trusted.vkey");
+        std::fs::write(&key_file, format!("{vkey}\n")).unwrap();
+        let audit = |trusted: &str| {
+            run(
+                &ExportCmd::Audit(AuditArgs {
+                    bundle: out.clone(),
+                    trusted_key: Some(trusted.to_string()),
+                    allow_external_ref: false,
+                }),
+                &ctx,
+            )
+        };
+        assert_eq!(audit(key_file.to_str().unwrap()).unwrap(), exit::OK);
+        // Another trusted key: the checkpoint does not verify.
+        let other = docket_ledger::checkpoint::verifier_key(
+            "cli.test/export",
+            &keys::generate().unwrap().verifying_key(),
+        );
+        assert_eq!(audit(&other).unwrap(), exit::HARD_FAIL);
+        assert_eq!(exit::for_error(&audit("garbage").unwrap_err()), exit::USAGE);
+        // Tampering and missing files.
+        let events = out.join("events.bin");
+        let mut b = std::fs::read(&events).unwrap();
+        let n = b.len();
+        b[n - 3] ^= 1;
+        std::fs::write(&events, b).unwrap();
+        assert_eq!(audit(&vkey).unwrap(), exit::HARD_FAIL);
+        std::fs::remove_file(out.join("manifest.json")).unwrap();
+        assert_eq!(audit(&vkey).unwrap(), exit::MISSING);
+    }
+}

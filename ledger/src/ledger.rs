@@ -108,6 +108,8 @@ struct Inner {
     committed: Mutex<u64>,
     committed_changed: Condvar,
     committed_len: AtomicU64,
+    /// Events visible to store reads (written by the committer).
+    visible_len: AtomicU64,
     queue: Mutex<Option<SyncSender<Request>>>,
     committer: Mutex<Vec<JoinHandle<()>>>,
     failure: Mutex<Option<String>>,
@@ -253,6 +255,7 @@ impl Ledger {
             committed: Mutex::new(len),
             committed_changed: Condvar::new(),
             committed_len: AtomicU64::new(len),
+            visible_len: AtomicU64::new(len),
             queue: Mutex::new(Some(tx)),
             committer: Mutex::new(Vec::new()),
             failure: Mutex::new(None),
@@ -272,6 +275,7 @@ impl Ledger {
         }
         let worker = Committer {
             inner: Arc::clone(&inner),
+            recent: RecentDigests::default(),
             frontier,
             prev_hash,
             last_time,
@@ -605,8 +609,18 @@ fn snapshot_state(store: &dyn Store, len: u64) -> Result<Option<LedgerState>> {
     LedgerState::from_snapshots(seq, last_time, &parts).map(Some)
 }
 
+/// What the verify stage learnt about one statement.
+#[derive(Clone)]
+struct Check {
+    signature: Result<(), String>,
+    digest: Hash,
+    prior: Option<u64>,
+    seen_len: u64,
+}
+
 struct Committer {
     inner: Arc<Inner>,
+    recent: RecentDigests,
     frontier: Frontier,
     prev_hash: Hash,
     last_time: u64,
@@ -617,6 +631,39 @@ struct Committer {
 struct Verified {
     requests: Vec<Request>,
     signatures: Vec<Result<(), String>>,
+    /// Statement digests, in order.
+    digests: Vec<Hash>,
+    /// Sequence of an event already carrying each digest, as the store
+    /// answered after `seen_len` events were visible.
+    prior: Vec<Option<u64>>,
+    seen_len: u64,
+}
+
+/// Digests appended recently, for idempotency checks of statements whose
+/// store lookup ran before those appends were visible.
+#[derive(Default)]
+struct RecentDigests {
+    by_digest: HashMap<Hash, u64>,
+    order: std::collections::VecDeque<(u64, Hash)>,
+}
+
+impl RecentDigests {
+    const KEEP: usize = 1 << 16;
+
+    /// Lowest sequence number still remembered (all later ones are).
+    fn floor(&self, len: u64) -> u64 {
+        self.order.front().map_or(len, |(s, _)| *s)
+    }
+
+    fn insert(&mut self, seq: u64, digest: Hash) {
+        self.by_digest.insert(digest, seq);
+        self.order.push_back((seq, digest));
+        while self.order.len() > Self::KEEP {
+            if let Some((_, d)) = self.order.pop_front() {
+                self.by_digest.remove(&d);
+            }
+        }
+    }
 }
 
 fn fail_requests(requests: Vec<Request>, why: &str) {
@@ -653,9 +700,21 @@ fn verify_stage(inner: Arc<Inner>, rx: Receiver<Request>, tx: SyncSender<Verifie
             .fetch_sub(requests.len() as u64, Ordering::Relaxed);
         let all: Vec<&Statement> = requests.iter().flat_map(|r| r.statements.iter()).collect();
         let signatures = verify_all(&all);
+        // Idempotency lookups happen here, off the committer's critical
+        // path; the committer covers what became visible since `seen_len`.
+        let seen_len = inner.visible_len.load(Ordering::Acquire);
+        let digests: Vec<Hash> = all.iter().map(|s| s.digest()).collect();
+        let prior: Vec<Option<u64>> = digests
+            .iter()
+            .map(|d| inner.store.statement_seq(d).ok().flatten())
+            .collect();
+        drop(all);
         if let Err(mpsc::SendError(v)) = tx.send(Verified {
             requests,
             signatures,
+            digests,
+            prior,
+            seen_len,
         }) {
             fail_requests(v.requests, "ledger failed");
             while let Ok(r) = rx.try_recv() {
@@ -669,21 +728,19 @@ fn verify_stage(inner: Arc<Inner>, rx: Receiver<Request>, tx: SyncSender<Verifie
 impl Committer {
     fn run(mut self, rx: Receiver<Verified>) {
         while let Ok(first) = rx.recv() {
-            let Verified {
-                mut requests,
-                mut signatures,
-            } = first;
+            let mut group = vec![first];
+            let mut count = group[0].signatures.len();
             // Merge whatever else is already verified into one commit.
-            while signatures.len() < 2 * self.inner.options.max_batch {
+            while count < 2 * self.inner.options.max_batch {
                 match rx.try_recv() {
                     Ok(v) => {
-                        requests.extend(v.requests);
-                        signatures.extend(v.signatures);
+                        count += v.signatures.len();
+                        group.push(v);
                     }
                     Err(_) => break,
                 }
             }
-            if let Err(e) = self.process(requests, signatures) {
+            if let Err(e) = self.process(group) {
                 let msg = format!("fail-stop after a storage error: {e}");
                 tracing::error!("{msg}");
                 *lock(&self.inner.failure) = Some(msg);
@@ -703,10 +760,23 @@ impl Committer {
         }
     }
 
-    fn process(&mut self, requests: Vec<Request>, sig_ok: Vec<Result<(), String>>) -> Result<()> {
+    fn process(&mut self, group: Vec<Verified>) -> Result<()> {
         let started = std::time::Instant::now();
         let inner = Arc::clone(&self.inner);
-        // 1. Signatures were verified by the verify stage.
+        // 1. Signatures and store lookups were done by the verify stage.
+        let mut requests = Vec::new();
+        let mut checks: Vec<Check> = Vec::new();
+        for v in group {
+            requests.extend(v.requests);
+            for ((signature, digest), prior) in v.signatures.into_iter().zip(v.digests).zip(v.prior) {
+                checks.push(Check {
+                    signature,
+                    digest,
+                    prior,
+                    seen_len: v.seen_len,
+                });
+            }
+        }
         // 2. Sequence under the state write lock.
         let mut state = inner.state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut batch = CommitBatch::default();
@@ -718,11 +788,11 @@ impl Committer {
         for req in &requests {
             let mut out = Vec::with_capacity(req.statements.len());
             for stmt in &req.statements {
-                let ok = sig_ok[idx].clone();
+                let check = checks[idx].clone();
                 idx += 1;
                 out.push(self.sequence_one(
                     stmt,
-                    ok,
+                    check,
                     clock,
                     &mut state,
                     &mut batch,
@@ -741,6 +811,10 @@ impl Committer {
             // 3. One atomic write, flush and fsync. Failure is fail-stop: the
             // in-memory state is ahead of the disk and must not be used.
             inner.store.commit(&batch)?;
+            for (digest, seq) in &batch.statements {
+                self.recent.insert(*seq, *digest);
+            }
+            inner.visible_len.store(next_seq, Ordering::Release);
         }
         drop(state);
         // 4. Publish.
@@ -783,7 +857,7 @@ impl Committer {
     fn sequence_one(
         &mut self,
         stmt: &Statement,
-        signature_ok: Result<(), String>,
+        check: Check,
         clock: u64,
         state: &mut LedgerState,
         batch: &mut CommitBatch,
@@ -791,14 +865,21 @@ impl Committer {
         next_seq: &mut u64,
     ) -> Result<Receipt> {
         stmt.check_shape()?;
-        let digest = stmt.digest();
+        let digest = check.digest;
         if let Some(r) = pending.get(&digest) {
             return Ok(Receipt {
                 duplicate: true,
                 ..r.clone()
             });
         }
-        if let Some(seq) = self.inner.store.statement_seq(&digest)? {
+        let prior = match check.prior {
+            Some(seq) => Some(seq),
+            None if check.seen_len >= self.recent.floor(*next_seq) => {
+                self.recent.by_digest.get(&digest).copied()
+            }
+            None => self.inner.store.statement_seq(&digest)?,
+        };
+        if let Some(seq) = prior {
             let bytes = self
                 .inner
                 .store
@@ -812,7 +893,9 @@ impl Committer {
                 duplicate: true,
             });
         }
-        signature_ok.map_err(|detail| LedgerError::BadSignature { seq: None, detail })?;
+        check
+            .signature
+            .map_err(|detail| LedgerError::BadSignature { seq: None, detail })?;
         let recorded_at_ms = clock.max(self.last_time);
         let ctx = AdmitContext {
             seq: *next_seq,

@@ -125,10 +125,10 @@ impl LedgerState {
         if p.roles.is_empty() {
             violations.push("roles: at least one role is required".into());
         }
-        if let (Some(a), Some(b)) = (p.not_before_ms, p.not_after_ms) {
-            if a > b {
-                violations.push("not_before_ms is after not_after_ms".into());
-            }
+        if let (Some(a), Some(b)) = (p.not_before_ms, p.not_after_ms)
+            && a > b
+        {
+            violations.push("not_before_ms is after not_after_ms".into());
         }
         if !violations.is_empty() {
             return Err(LedgerError::Invalid {
@@ -250,8 +250,10 @@ pub fn first_difference(name: &str, stored: &[u8], rebuilt: &[u8]) -> String {
         if a == b {
             return None;
         }
-        if depth < 3 {
-            if let (Some(ma), Some(mb)) = (a.as_object(), b.as_object()) {
+        if depth < 3
+            && let (Some(ma), Some(mb)) = (a.as_object(), b.as_object())
+        {
+            {
                 let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
                 keys.sort();
                 keys.dedup();

@@ -78,7 +78,9 @@ fn bench(c: &mut Criterion) {
     let msgs = signed_messages(8192);
     let verify_rate = verify_batch_rate(&msgs, 64);
     let sled_rate = sled_insert_fsync_rate(20_000, 64);
-    println!("baseline: raw verify_batch (both cores) {verify_rate:.0} sig/s; raw sled insert+fsync (64/batch) {sled_rate:.0} inserts/s");
+    println!(
+        "baseline: raw verify_batch (both cores) {verify_rate:.0} sig/s; raw sled insert+fsync (64/batch) {sled_rate:.0} inserts/s"
+    );
     let f = fixture();
     let mut group = c.benchmark_group("durable_append");
     group.sample_size(10);
@@ -93,8 +95,20 @@ fn bench(c: &mut Criterion) {
         let total = if writers == 1 { 1_000 } else { 20_000 };
         let d = run(&f, writers, total);
         let rate = total as f64 / d.as_secs_f64();
-        report_ratio(&format!("append {writers} writers"), rate, "ops/s", "raw verify_batch", verify_rate);
-        report_ratio(&format!("append {writers} writers"), rate, "ops/s", "raw sled insert+fsync", sled_rate);
+        report_ratio(
+            &format!("append {writers} writers"),
+            rate,
+            "ops/s",
+            "raw verify_batch",
+            verify_rate,
+        );
+        report_ratio(
+            &format!("append {writers} writers"),
+            rate,
+            "ops/s",
+            "raw sled insert+fsync",
+            sled_rate,
+        );
     }
     group.finish();
     f.ledger.close().expect("close");

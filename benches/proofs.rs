@@ -173,7 +173,11 @@ fn benches(c: &mut Criterion) {
         }
     }
     docket_ledger::store::Store::commit(&sled_store, &batch).expect("commit nodes");
-    println!("[proofs] wrote {} nodes to sled in {:?}", hashed.0.len(), t.elapsed());
+    println!(
+        "[proofs] wrote {} nodes to sled in {:?}",
+        hashed.0.len(),
+        t.elapsed()
+    );
     let lookup_sled = per_op(keys.len() as u64, |k| {
         black_box(sled_store.node(0, keys[k as usize]).unwrap());
     });

@@ -39,13 +39,22 @@ fn bench(c: &mut Criterion) {
     let (report, _) = replay::replay(
         store.as_ref(),
         &verifier,
-        ReplayOptions { verify: true, as_of: None },
+        ReplayOptions {
+            verify: true,
+            as_of: None,
+        },
         &mut |_, _| {},
     )
     .expect("replay");
     assert!(report.findings.is_empty());
     let rate = EVENTS as f64 / start.elapsed().as_secs_f64();
-    report_ratio("replay --verify", rate, "events/s", "raw verify_batch both cores", verify_rate);
+    report_ratio(
+        "replay --verify",
+        rate,
+        "events/s",
+        "raw verify_batch both cores",
+        verify_rate,
+    );
 
     let mut group = c.benchmark_group("replay");
     group.sample_size(10);
@@ -56,7 +65,10 @@ fn bench(c: &mut Criterion) {
             replay::replay(
                 store.as_ref(),
                 &verifier,
-                ReplayOptions { verify: true, as_of: None },
+                ReplayOptions {
+                    verify: true,
+                    as_of: None,
+                },
                 &mut |_, _| {},
             )
             .expect("replay")
@@ -64,8 +76,13 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("fold_only_50k", |b| {
         b.iter(|| {
-            replay::replay(store.as_ref(), &verifier, ReplayOptions::default(), &mut |_, _| {})
-                .expect("replay")
+            replay::replay(
+                store.as_ref(),
+                &verifier,
+                ReplayOptions::default(),
+                &mut |_, _| {},
+            )
+            .expect("replay")
         });
     });
     group.finish();

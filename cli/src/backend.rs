@@ -57,7 +57,11 @@ impl EventView {
     pub fn human(&self) -> String {
         let payload = match &self.payload {
             Some(v) => v.to_string(),
-            None => format!("({} bytes, base64 {})", self.payload_b64.len() * 3 / 4, self.payload_b64),
+            None => format!(
+                "({} bytes, base64 {})",
+                self.payload_b64.len() * 3 / 4,
+                self.payload_b64
+            ),
         };
         format!(
             "#{} {} {} by {}… {}",
@@ -93,9 +97,17 @@ impl ReceiptView {
 
     pub fn human(&self) -> String {
         if self.duplicate {
-            format!("{} already in the log at seq {} (nothing appended)", self.kind, self.seq)
+            format!(
+                "{} already in the log at seq {} (nothing appended)",
+                self.kind, self.seq
+            )
         } else {
-            format!("appended {} at seq {} (leaf {})", self.kind, self.seq, &self.leaf_hash[..16])
+            format!(
+                "appended {} at seq {} (leaf {})",
+                self.kind,
+                self.seq,
+                &self.leaf_hash[..16]
+            )
         }
     }
 }
@@ -144,7 +156,12 @@ pub trait Backend {
     fn event(&self, seq: u64) -> Result<EventView>;
     /// Events from `from`; with `follow`, keeps waiting for new ones until
     /// `on_event` returns false.
-    fn tail(&self, from: u64, follow: bool, on_event: &mut dyn FnMut(EventView) -> bool) -> Result<()>;
+    fn tail(
+        &self,
+        from: u64,
+        follow: bool,
+        on_event: &mut dyn FnMut(EventView) -> bool,
+    ) -> Result<()>;
     /// The latest signed checkpoint.
     fn checkpoint(&self) -> Result<CheckpointView>;
     /// Inclusion proof of `seq` in the tree of `size` (default: latest).
@@ -170,7 +187,10 @@ impl Embedded {
         if !docket_ledger::ledger::exists(dir) {
             return Err(CliError::new(
                 exit::MISSING,
-                format!("no ledger in {} (run `docket init` or `docket serve`)", dir.display()),
+                format!(
+                    "no ledger in {} (run `docket init` or `docket serve`)",
+                    dir.display()
+                ),
             )
             .into());
         }
@@ -238,7 +258,12 @@ impl Backend for Embedded {
         EventView::from_bytes(&self.ledger.event_bytes(seq)?)
     }
 
-    fn tail(&self, from: u64, follow: bool, on_event: &mut dyn FnMut(EventView) -> bool) -> Result<()> {
+    fn tail(
+        &self,
+        from: u64,
+        follow: bool,
+        on_event: &mut dyn FnMut(EventView) -> bool,
+    ) -> Result<()> {
         let mut next = from;
         loop {
             let len = self.ledger.len();

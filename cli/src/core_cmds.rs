@@ -35,9 +35,7 @@ pub enum LogCmd {
     /// Append author-signed statements (printed once durable).
     Append(LogAppendArgs),
     /// Show one event with its exact canonical bytes and leaf hash.
-    Show {
-        seq: u64,
-    },
+    Show { seq: u64 },
     /// Print events from a sequence number; `--follow` keeps waiting.
     Tail {
         #[arg(long, default_value_t = 0)]
@@ -169,8 +167,12 @@ pub fn run_log(backend: &dyn Backend, cmd: &LogCmd, out: Output) -> Result<u8> {
 fn run_append(backend: &dyn Backend, a: &LogAppendArgs, out: Output) -> Result<u8> {
     let key = load_key(&a.key)?;
     if let Some(path) = &a.payload {
-        let payload = std::fs::read(path)
-            .map_err(|e| CliError::new(exit::MISSING, format!("cannot read {}: {e}", path.display())))?;
+        let payload = std::fs::read(path).map_err(|e| {
+            CliError::new(
+                exit::MISSING,
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
         let r = backend.append(Statement::sign(&a.kind, payload, &key))?;
         out.emit(&r, || r.human());
         return Ok(exit::OK);
@@ -181,7 +183,10 @@ fn run_append(backend: &dyn Backend, a: &LogAppendArgs, out: Output) -> Result<u
         let stdin = std::io::stdin();
         for line in stdin.lock().lines() {
             let line = line.context("reading stdin")?;
-            if tx.send(Statement::sign(&kind, line.into_bytes(), &key)).is_err() {
+            if tx
+                .send(Statement::sign(&kind, line.into_bytes(), &key))
+                .is_err()
+            {
                 break;
             }
         }
@@ -208,9 +213,10 @@ fn run_append(backend: &dyn Backend, a: &LogAppendArgs, out: Output) -> Result<u
 pub fn run_checkpoint(backend: &dyn Backend, vkey: bool, out: Output) -> Result<u8> {
     let cp = backend.checkpoint()?;
     if vkey {
-        out.emit(&serde_json::json!({"verifier_key": cp.verifier_key}), || {
-            cp.verifier_key.clone()
-        });
+        out.emit(
+            &serde_json::json!({"verifier_key": cp.verifier_key}),
+            || cp.verifier_key.clone(),
+        );
     } else {
         out.emit(&cp, || cp.note.trim_end().to_string());
     }
@@ -228,7 +234,11 @@ pub fn run_prove(backend: &dyn Backend, cmd: &ProveCmd, out: Output) -> Result<u
                     p.tree_size,
                     p.leaf_hash,
                     p.root_hash,
-                    p.proof.iter().map(|h| format!("    {h}")).collect::<Vec<_>>().join("\n")
+                    p.proof
+                        .iter()
+                        .map(|h| format!("    {h}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
                 )
             });
         }
@@ -241,7 +251,11 @@ pub fn run_prove(backend: &dyn Backend, cmd: &ProveCmd, out: Output) -> Result<u
                     p.new_size,
                     p.old_root,
                     p.new_root,
-                    p.proof.iter().map(|h| format!("    {h}")).collect::<Vec<_>>().join("\n")
+                    p.proof
+                        .iter()
+                        .map(|h| format!("    {h}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
                 )
             });
         }
@@ -286,10 +300,17 @@ pub fn run_replay(backend: &dyn Backend, args: &ReplayArgs, out: Output) -> Resu
             s += &format!("; checkpoint at size {cp}");
         }
         if !report.snapshots_compared.is_empty() {
-            s += &format!("; snapshots compared: {}", report.snapshots_compared.join(", "));
+            s += &format!(
+                "; snapshots compared: {}",
+                report.snapshots_compared.join(", ")
+            );
         }
         if report.findings.is_empty() {
-            s += if args.verify { "\nOK: verified" } else { "\nOK" };
+            s += if args.verify {
+                "\nOK: verified"
+            } else {
+                "\nOK"
+            };
         }
         for f in &report.findings {
             s += &format!(

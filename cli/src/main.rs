@@ -13,7 +13,12 @@ use docket_cli::{Ctx, domain_cmds, exit, export_cmds, retention_cmds, server, ve
 #[command(name = "docket", version, about, propagate_version = true)]
 struct Cli {
     /// Data directory of the embedded ledger.
-    #[arg(long, global = true, env = "DOCKET_DATA", default_value = "./docket-data")]
+    #[arg(
+        long,
+        global = true,
+        env = "DOCKET_DATA",
+        default_value = "./docket-data"
+    )]
     data: PathBuf,
     /// Talk to a Docket server instead of the embedded ledger
     /// (e.g. http://127.0.0.1:50051).

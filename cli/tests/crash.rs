@@ -89,19 +89,37 @@ fn acknowledged_appends_survive_sigkill() {
         let ledger = Ledger::open(&data, LedgerOptions::default())
             .unwrap_or_else(|e| panic!("trial {trial}: reopen after SIGKILL failed: {e}"));
         for (seq, leaf) in &acked {
-            assert!(*seq < ledger.len(), "trial {trial}: acknowledged seq {seq} lost (len {})", ledger.len());
-            assert_eq!(&hex::encode(ledger.leaf_hash(*seq).unwrap()), leaf, "trial {trial}: seq {seq}");
+            assert!(
+                *seq < ledger.len(),
+                "trial {trial}: acknowledged seq {seq} lost (len {})",
+                ledger.len()
+            );
+            assert_eq!(
+                &hex::encode(ledger.leaf_hash(*seq).unwrap()),
+                leaf,
+                "trial {trial}: seq {seq}"
+            );
         }
         let (report, _) = replay::replay(
             ledger.store().as_ref(),
             &ledger.note_verifier().unwrap(),
-            ReplayOptions { verify: true, as_of: None },
+            ReplayOptions {
+                verify: true,
+                as_of: None,
+            },
             &mut |_, _| {},
         )
         .unwrap();
-        assert!(report.findings.is_empty(), "trial {trial}: {:?}", report.findings);
+        assert!(
+            report.findings.is_empty(),
+            "trial {trial}: {:?}",
+            report.findings
+        );
         ledger.close().unwrap();
     }
-    assert!(total_acked > 0, "the child acknowledged nothing in {trials} trials");
+    assert!(
+        total_acked > 0,
+        "the child acknowledged nothing in {trials} trials"
+    );
     println!("{total_acked} acknowledged appends survived {trials} SIGKILLs");
 }

@@ -15,7 +15,11 @@ fn ledger_with_events(dir: &std::path::Path, n: usize) {
     let admin = keys::read_key_file(&info.admin_key_path).unwrap();
     for i in 0..n {
         ledger
-            .append(Statement::sign("x-note", format!("{{\"n\":{i}}}").into_bytes(), &admin))
+            .append(Statement::sign(
+                "x-note",
+                format!("{{\"n\":{i}}}").into_bytes(),
+                &admin,
+            ))
             .unwrap();
     }
     ledger.close().unwrap();
@@ -95,5 +99,8 @@ fn doctored_snapshot_is_a_determinism_mismatch() {
     let (code, v) = replay_verify(dir.path());
     assert_eq!(code, 3, "{v}");
     let detail = v["report"]["findings"][0]["detail"].as_str().unwrap();
-    assert!(detail.contains("keys/keys/"), "names the differing key: {detail}");
+    assert!(
+        detail.contains("keys/keys/"),
+        "names the differing key: {detail}"
+    );
 }

@@ -147,10 +147,11 @@ impl Statement {
 
     /// Strict single verification (rejects weak keys and malleable signatures).
     pub fn verify_strict(&self) -> Result<()> {
-        let key = VerifyingKey::from_bytes(&self.author).map_err(|e| LedgerError::BadSignature {
-            seq: None,
-            detail: format!("author key does not decode: {e}"),
-        })?;
+        let key =
+            VerifyingKey::from_bytes(&self.author).map_err(|e| LedgerError::BadSignature {
+                seq: None,
+                detail: format!("author key does not decode: {e}"),
+            })?;
         if key.is_weak() {
             return Err(LedgerError::BadSignature {
                 seq: None,

@@ -217,8 +217,9 @@ impl Ledger {
     ) -> Result<Ledger> {
         let config_path = dir.join("ledger.json");
         let config: LedgerConfigFile = match std::fs::read(&config_path) {
-            Ok(b) => serde_json::from_slice(&b)
-                .map_err(|e| LedgerError::corrupt(config_path.display().to_string(), e.to_string()))?,
+            Ok(b) => serde_json::from_slice(&b).map_err(|e| {
+                LedgerError::corrupt(config_path.display().to_string(), e.to_string())
+            })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(LedgerError::NotFound {
                     what: format!("a ledger in {} (run `docket init`)", dir.display()),
@@ -317,7 +318,9 @@ impl Ledger {
     /// one thread can keep many appends in flight (pipelining).
     pub fn submit(&self, statements: Vec<Statement>) -> Result<Receiver<Vec<Result<Receipt>>>> {
         let (reply, rx) = mpsc::sync_channel(1);
-        let tx = lock(&self.inner.queue).clone().ok_or_else(|| self.closed_error())?;
+        let tx = lock(&self.inner.queue)
+            .clone()
+            .ok_or_else(|| self.closed_error())?;
         self.inner.metrics.queued.fetch_add(1, Ordering::Relaxed);
         tx.send(Request { statements, reply })
             .map_err(|_| self.closed_error())?;
@@ -414,7 +417,8 @@ impl Ledger {
             .event_range(from, to)?
             .into_iter()
             .map(|(seq, b)| {
-                Event::decode(&b).map_err(|e| LedgerError::corrupt(format!("event {seq}"), e.to_string()))
+                Event::decode(&b)
+                    .map_err(|e| LedgerError::corrupt(format!("event {seq}"), e.to_string()))
             })
             .collect()
     }
@@ -426,7 +430,9 @@ impl Ledger {
         let (guard, _) = self
             .inner
             .committed_changed
-            .wait_timeout_while(guard, timeout, |c| *c <= len && lock(&self.inner.failure).is_none())
+            .wait_timeout_while(guard, timeout, |c| {
+                *c <= len && lock(&self.inner.failure).is_none()
+            })
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         *guard
     }
@@ -477,7 +483,11 @@ impl Ledger {
                 violations: vec![format!("leaf index {index} is not below tree size {size}")],
             });
         }
-        Ok(merkle::inclusion_proof(self.inner.store.as_ref(), index, size)?)
+        Ok(merkle::inclusion_proof(
+            self.inner.store.as_ref(),
+            index,
+            size,
+        )?)
     }
 
     /// Consistency proof between tree sizes.
@@ -754,7 +764,11 @@ impl Committer {
             }
         }
         // Queue closed: write final snapshots.
-        let state = self.inner.state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let state = self
+            .inner
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Err(e) = write_snapshots(self.inner.store.as_ref(), &state) {
             tracing::warn!("writing snapshots on close failed: {e}");
         }
@@ -768,7 +782,8 @@ impl Committer {
         let mut checks: Vec<Check> = Vec::new();
         for v in group {
             requests.extend(v.requests);
-            for ((signature, digest), prior) in v.signatures.into_iter().zip(v.digests).zip(v.prior) {
+            for ((signature, digest), prior) in v.signatures.into_iter().zip(v.digests).zip(v.prior)
+            {
                 checks.push(Check {
                     signature,
                     digest,
@@ -778,7 +793,10 @@ impl Committer {
             }
         }
         // 2. Sequence under the state write lock.
-        let mut state = inner.state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = inner
+            .state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut batch = CommitBatch::default();
         let mut results: Vec<Vec<Result<Receipt>>> = Vec::with_capacity(requests.len());
         let mut pending: HashMap<Hash, Receipt> = HashMap::new();
@@ -829,13 +847,15 @@ impl Committer {
                 l(next_seq);
             }
         }
-        let rejected: u64 = results
-            .iter()
-            .flatten()
-            .filter(|r| r.is_err())
-            .count() as u64;
-        inner.metrics.appended.fetch_add(appended, Ordering::Relaxed);
-        inner.metrics.rejected.fetch_add(rejected, Ordering::Relaxed);
+        let rejected: u64 = results.iter().flatten().filter(|r| r.is_err()).count() as u64;
+        inner
+            .metrics
+            .appended
+            .fetch_add(appended, Ordering::Relaxed);
+        inner
+            .metrics
+            .rejected
+            .fetch_add(rejected, Ordering::Relaxed);
         inner.metrics.batches.fetch_add(1, Ordering::Relaxed);
         inner.metrics.commit_micros_total.fetch_add(
             u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
@@ -847,7 +867,10 @@ impl Committer {
         self.since_snapshot += appended;
         if self.since_snapshot >= inner.options.snapshot_every {
             self.since_snapshot = 0;
-            let state = inner.state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let state = inner
+                .state
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             write_snapshots(inner.store.as_ref(), &state)?;
         }
         Ok(())
@@ -880,11 +903,9 @@ impl Committer {
             None => self.inner.store.statement_seq(&digest)?,
         };
         if let Some(seq) = prior {
-            let bytes = self
-                .inner
-                .store
-                .event_bytes(seq)?
-                .ok_or_else(|| LedgerError::corrupt(format!("event {seq}"), "indexed but missing"))?;
+            let bytes = self.inner.store.event_bytes(seq)?.ok_or_else(|| {
+                LedgerError::corrupt(format!("event {seq}"), "indexed but missing")
+            })?;
             let event = Event::decode(&bytes)?;
             return Ok(Receipt {
                 seq,

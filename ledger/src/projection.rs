@@ -31,9 +31,8 @@ pub trait Projection: Default + Clone + Serialize + DeserializeOwned {
 
     /// Parses snapshot bytes.
     fn from_snapshot(bytes: &[u8]) -> Result<Self> {
-        serde_json::from_slice(bytes).map_err(|e| {
-            LedgerError::corrupt(format!("snapshot {}", Self::NAME), e.to_string())
-        })
+        serde_json::from_slice(bytes)
+            .map_err(|e| LedgerError::corrupt(format!("snapshot {}", Self::NAME), e.to_string()))
     }
 }
 
@@ -148,7 +147,8 @@ impl Projection for KeysProjection {
                     not_after_ms: None,
                     label: None,
                 };
-                self.keys.insert(g.ledger_key.clone(), record(&g.ledger_roles));
+                self.keys
+                    .insert(g.ledger_key.clone(), record(&g.ledger_roles));
                 let mut admin = record(&[Role::Admin]);
                 admin.label = Some("genesis admin".into());
                 self.keys.insert(g.admin_key, admin);

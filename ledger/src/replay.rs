@@ -188,23 +188,23 @@ pub fn replay(
             signatures_checked += decoded.iter().filter(|(_, _, e)| e.is_some()).count() as u64;
         }
         let fold = || -> Result<()> {
-        let mut expected = next;
-        for (seq, bytes, ev) in &decoded {
-            if *seq != expected {
-                push(
-                    Finding {
-                        kind: FindingKind::Sequence,
-                        seq: Some(expected),
-                        detail: format!("expected event {expected}, found {seq}"),
-                    },
-                    &mut findings,
-                );
-            }
-            expected = seq + 1;
-            let leaf = merkle::leaf_hash(bytes);
-            frontier.push(leaf);
-            if options.verify {
-                match store.node(0, *seq) {
+            let mut expected = next;
+            for (seq, bytes, ev) in &decoded {
+                if *seq != expected {
+                    push(
+                        Finding {
+                            kind: FindingKind::Sequence,
+                            seq: Some(expected),
+                            detail: format!("expected event {expected}, found {seq}"),
+                        },
+                        &mut findings,
+                    );
+                }
+                expected = seq + 1;
+                let leaf = merkle::leaf_hash(bytes);
+                frontier.push(leaf);
+                if options.verify {
+                    match store.node(0, *seq) {
                     Ok(stored) if stored == leaf => {}
                     Ok(_) => push(
                         Finding {
@@ -223,81 +223,85 @@ pub fn replay(
                         &mut findings,
                     ),
                 }
-            }
-            if let Some(ev) = ev {
-                if options.verify {
-                    if ev.seq != *seq {
-                        push(
-                            Finding {
-                                kind: FindingKind::Sequence,
-                                seq: Some(*seq),
-                                detail: format!("event stored at {seq} says it is {}", ev.seq),
-                            },
-                            &mut findings,
-                        );
-                    }
-                    if ev.prev_hash != prev_hash {
-                        push(
-                            Finding {
-                                kind: FindingKind::Chain,
-                                seq: Some(*seq),
-                                detail: "prev_hash is not the previous event's leaf hash".into(),
-                            },
-                            &mut findings,
-                        );
-                    }
-                    if ev.recorded_at_ms < last_time {
-                        push(
-                            Finding {
-                                kind: FindingKind::Time,
-                                seq: Some(*seq),
-                                detail: format!(
-                                    "recorded_at_ms {} is before the previous event's {last_time}",
-                                    ev.recorded_at_ms
-                                ),
-                            },
-                            &mut findings,
-                        );
-                    }
-                    let ctx = AdmitContext {
-                        seq: *seq,
-                        recorded_at_ms: ev.recorded_at_ms,
-                    };
-                    if let Err(e) = state.admit(&ev.statement(), &ctx) {
-                        push(
-                            Finding {
-                                kind: FindingKind::Authority,
-                                seq: Some(*seq),
-                                detail: e.to_string(),
-                            },
-                            &mut findings,
-                        );
-                    }
                 }
-                last_time = last_time.max(ev.recorded_at_ms);
-                state.apply(ev);
+                if let Some(ev) = ev {
+                    if options.verify {
+                        if ev.seq != *seq {
+                            push(
+                                Finding {
+                                    kind: FindingKind::Sequence,
+                                    seq: Some(*seq),
+                                    detail: format!("event stored at {seq} says it is {}", ev.seq),
+                                },
+                                &mut findings,
+                            );
+                        }
+                        if ev.prev_hash != prev_hash {
+                            push(
+                                Finding {
+                                    kind: FindingKind::Chain,
+                                    seq: Some(*seq),
+                                    detail: "prev_hash is not the previous event's leaf hash"
+                                        .into(),
+                                },
+                                &mut findings,
+                            );
+                        }
+                        if ev.recorded_at_ms < last_time {
+                            push(
+                                Finding {
+                                    kind: FindingKind::Time,
+                                    seq: Some(*seq),
+                                    detail: format!(
+                                        "recorded_at_ms {} is before the previous event's {last_time}",
+                                        ev.recorded_at_ms
+                                    ),
+                                },
+                                &mut findings,
+                            );
+                        }
+                        let ctx = AdmitContext {
+                            seq: *seq,
+                            recorded_at_ms: ev.recorded_at_ms,
+                        };
+                        if let Err(e) = state.admit(&ev.statement(), &ctx) {
+                            push(
+                                Finding {
+                                    kind: FindingKind::Authority,
+                                    seq: Some(*seq),
+                                    detail: e.to_string(),
+                                },
+                                &mut findings,
+                            );
+                        }
+                    }
+                    last_time = last_time.max(ev.recorded_at_ms);
+                    state.apply(ev);
+                }
+                // Keep the count right even when an event did not decode.
+                state.applied = seq + 1;
+                prev_hash = leaf;
+                if checkpoint
+                    .as_ref()
+                    .is_some_and(|(s, _)| *s == frontier.size())
+                {
+                    checkpoint_root = Some(frontier.root());
+                }
+                if snapshot_seq == Some(seq + 1) {
+                    compare_snapshots(store, &state, &mut findings, &mut snapshots_compared)?;
+                }
             }
-            // Keep the count right even when an event did not decode.
-            state.applied = seq + 1;
-            prev_hash = leaf;
-            if checkpoint.as_ref().is_some_and(|(s, _)| *s == frontier.size()) {
-                checkpoint_root = Some(frontier.root());
+            if expected != to {
+                push(
+                    Finding {
+                        kind: FindingKind::Sequence,
+                        seq: Some(expected),
+                        detail: format!("events {expected}..{to} are missing"),
+                    },
+                    &mut findings,
+                );
             }
-            if snapshot_seq == Some(seq + 1) {
-                compare_snapshots(store, &state, &mut findings, &mut snapshots_compared)?;
-            }
-        }
-        if expected != to {
-            push(
-                Finding {
-                    kind: FindingKind::Sequence,
-                    seq: Some(expected),
-                    detail: format!("events {expected}..{to} are missing"),
-                },
-                &mut findings,
-            );
-        }
-        Ok(())
+            Ok(())
         };
         let (bad_sigs, folded) = rayon::join(verify_sigs, fold);
         folded?;
@@ -340,7 +344,10 @@ pub fn replay(
                             Finding {
                                 kind: FindingKind::Root,
                                 seq: None,
-                                detail: format!("checkpoint stored under size {size} says {}", cp.size),
+                                detail: format!(
+                                    "checkpoint stored under size {size} says {}",
+                                    cp.size
+                                ),
                             },
                             &mut findings,
                         );

@@ -10,9 +10,30 @@ use serde_json::{Value, json};
 
 fn vectors() -> Value {
     let cases = [
-        ([1u8; 32], 0u64, 1_767_225_600_000u64, [0u8; 32], "ledger.genesis", &b"{\"origin\":\"docket.example/log\"}"[..]),
-        ([2u8; 32], 1, 1_767_225_600_001, [0xab; 32], "x-note", &b""[..]),
-        ([3u8; 32], 41, 1_767_225_601_234, [0x11; 32], "task.registered", &b"{\"task_id\":\"7d0b8c1e-2f3a-4b5c-8d9e-0f1a2b3c4d5e\"}"[..]),
+        (
+            [1u8; 32],
+            0u64,
+            1_767_225_600_000u64,
+            [0u8; 32],
+            "ledger.genesis",
+            &b"{\"origin\":\"docket.example/log\"}"[..],
+        ),
+        (
+            [2u8; 32],
+            1,
+            1_767_225_600_001,
+            [0xab; 32],
+            "x-note",
+            &b""[..],
+        ),
+        (
+            [3u8; 32],
+            41,
+            1_767_225_601_234,
+            [0x11; 32],
+            "task.registered",
+            &b"{\"task_id\":\"7d0b8c1e-2f3a-4b5c-8d9e-0f1a2b3c4d5e\"}"[..],
+        ),
     ];
     let mut out = Vec::new();
     for (seed, seq, time, prev, kind, payload) in cases {
@@ -52,13 +73,17 @@ fn vectors() -> Value {
 
 #[test]
 fn event_vectors_match_the_committed_file() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors/events/events.json");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/vectors/events/events.json");
     let fresh = vectors();
     if std::env::var_os("UPDATE_VECTORS").is_some() || !path.exists() {
         std::fs::write(&path, serde_json::to_string_pretty(&fresh).unwrap() + "\n").unwrap();
     }
     let stored: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    assert_eq!(stored, fresh, "encoding changed: this breaks every independent verifier");
+    assert_eq!(
+        stored, fresh,
+        "encoding changed: this breaks every independent verifier"
+    );
     // And every stored vector decodes and verifies.
     for v in stored["events"].as_array().unwrap() {
         let bytes = hex::decode(v["event_hex"].as_str().unwrap()).unwrap();

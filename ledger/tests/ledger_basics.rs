@@ -11,14 +11,22 @@ fn admin(dir: &std::path::Path) -> ed25519_dalek::SigningKey {
     keys::read_key_file(&dir.join("keys/admin.key")).unwrap()
 }
 
-fn register(ledger: &Ledger, admin: &ed25519_dalek::SigningKey, roles: &[Role]) -> ed25519_dalek::SigningKey {
+fn register(
+    ledger: &Ledger,
+    admin: &ed25519_dalek::SigningKey,
+    roles: &[Role],
+) -> ed25519_dalek::SigningKey {
     let k = keys::generate().unwrap();
     let payload = serde_json::json!({
         "public_key": hex::encode(k.verifying_key().to_bytes()),
         "roles": roles,
     });
     ledger
-        .append(Statement::sign("key.registered", payload.to_string().into_bytes(), admin))
+        .append(Statement::sign(
+            "key.registered",
+            payload.to_string().into_bytes(),
+            admin,
+        ))
         .unwrap();
     k
 }
@@ -29,7 +37,10 @@ fn init_append_restart_prove() {
     let (ledger, out) = Ledger::init(dir.path(), None).unwrap();
     assert!(out.admin_key_path.exists());
     assert_eq!(ledger.len(), 1);
-    assert!(Ledger::init(dir.path(), None).is_err(), "init refuses an existing ledger");
+    assert!(
+        Ledger::init(dir.path(), None).is_err(),
+        "init refuses an existing ledger"
+    );
     let admin = admin(dir.path());
     let writer = register(&ledger, &admin, &[Role::Submitter]);
     let mut receipts = Vec::new();
@@ -67,13 +78,19 @@ fn init_append_restart_prove() {
         .append(Statement::sign("x-note", b"after".to_vec(), &writer))
         .unwrap();
     assert_eq!(r.seq, 52);
-    assert_eq!(ledger.event(52).unwrap().prev_hash, ledger.leaf_hash(51).unwrap());
+    assert_eq!(
+        ledger.event(52).unwrap().prev_hash,
+        ledger.leaf_hash(51).unwrap()
+    );
     ledger.close().unwrap();
 
     let (report, state) = replay::replay(
         ledger.store().as_ref(),
         &verifier,
-        ReplayOptions { verify: true, as_of: None },
+        ReplayOptions {
+            verify: true,
+            as_of: None,
+        },
         &mut |_, _| {},
     )
     .unwrap();
@@ -109,7 +126,11 @@ fn authority_and_signatures_are_enforced() {
     // Revocation: nothing authored after it.
     let payload = serde_json::json!({"public_key": hex::encode(writer.verifying_key().to_bytes())});
     ledger
-        .append(Statement::sign("key.revoked", payload.to_string().into_bytes(), &admin))
+        .append(Statement::sign(
+            "key.revoked",
+            payload.to_string().into_bytes(),
+            &admin,
+        ))
         .unwrap();
     let e = ledger
         .append(Statement::sign("x-note", b"late".to_vec(), &writer))
@@ -118,7 +139,11 @@ fn authority_and_signatures_are_enforced() {
     // The last admin cannot be revoked.
     let payload = serde_json::json!({"public_key": hex::encode(admin.verifying_key().to_bytes())});
     let e = ledger
-        .append(Statement::sign("key.revoked", payload.to_string().into_bytes(), &admin))
+        .append(Statement::sign(
+            "key.revoked",
+            payload.to_string().into_bytes(),
+            &admin,
+        ))
         .unwrap_err();
     assert!(matches!(e, LedgerError::FailedPrecondition(_)), "{e}");
     assert_eq!(ledger.len(), 4, "rejections append nothing");
@@ -138,7 +163,11 @@ fn concurrent_appenders_share_group_commits() {
                 (0..40)
                     .map(|i| {
                         ledger
-                            .append(Statement::sign("x-note", format!("{t}-{i}").into_bytes(), &writer))
+                            .append(Statement::sign(
+                                "x-note",
+                                format!("{t}-{i}").into_bytes(),
+                                &writer,
+                            ))
                             .unwrap()
                             .seq
                     })
@@ -146,9 +175,18 @@ fn concurrent_appenders_share_group_commits() {
             })
         })
         .collect();
-    let mut seqs: Vec<u64> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let mut seqs: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
     seqs.sort_unstable();
     assert_eq!(seqs, (2..2 + 16 * 40).collect::<Vec<_>>());
-    let batches = ledger.metrics().batches.load(std::sync::atomic::Ordering::Relaxed);
-    assert!(batches < 16 * 40 + 2, "group commit batched appends ({batches} batches)");
+    let batches = ledger
+        .metrics()
+        .batches
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        batches < 16 * 40 + 2,
+        "group commit batched appends ({batches} batches)"
+    );
 }

@@ -470,7 +470,10 @@ fn task_chains(
     from: u64,
     to: u64,
 ) -> Result<BTreeMap<String, BTreeSet<u64>>, ExportError> {
-    let wanted: BTreeMap<String, String> = tasks.iter().map(|t| (task_key(t).to_string(), t.clone())).collect();
+    let wanted: BTreeMap<String, String> = tasks
+        .iter()
+        .map(|t| (task_key(t).to_string(), t.clone()))
+        .collect();
     let mut chains: BTreeMap<String, BTreeSet<u64>> =
         tasks.iter().map(|t| (t.clone(), BTreeSet::new())).collect();
     let mut oids: BTreeMap<String, String> = BTreeMap::new();

@@ -339,6 +339,19 @@ pub fn replay(
                     &mut findings,
                 ),
                 Ok(cp) => {
+                    if cp.origin != verifier.name {
+                        push(
+                            Finding {
+                                kind: FindingKind::CheckpointSignature,
+                                seq: None,
+                                detail: format!(
+                                    "checkpoint origin {:?} is not this log's {:?}",
+                                    cp.origin, verifier.name
+                                ),
+                            },
+                            &mut findings,
+                        );
+                    }
                     if cp.size != *size {
                         push(
                             Finding {

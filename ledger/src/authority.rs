@@ -28,6 +28,7 @@ pub const KINDS: &[(&str, &[Role])] = &[
     ("retention.reclassified", &[Role::Custodian]),
     ("retention.redacted", &[Role::Custodian]),
     ("evidence.expired", &[Role::Custodian]),
+    ("retention.sweep", &[Role::Custodian]),
 ];
 
 /// Roles for custom `x-…` kinds.

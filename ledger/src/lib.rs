@@ -23,6 +23,7 @@ pub mod ledger;
 pub mod merkle;
 pub mod projection;
 pub mod replay;
+pub mod retention;
 pub mod state;
 pub mod store;
 

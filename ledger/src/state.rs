@@ -30,6 +30,8 @@ pub struct LedgerState {
     pub keys: KeysProjection,
     /// Verdict state per task and the OID registry.
     pub domain: crate::domain::DomainState,
+    /// Retention policy, pins, redactions and sweeps.
+    pub retention: crate::retention::RetentionState,
 }
 
 

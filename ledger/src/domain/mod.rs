@@ -59,11 +59,18 @@ pub mod kinds {
 
 /// Domain admission for kinds beyond keys and extensions.
 pub fn admit(state: &LedgerState, stmt: &Statement, ctx: &AdmitContext) -> Result<()> {
+    if crate::retention::is_retention_kind(&stmt.kind) {
+        return crate::retention::admit(state, stmt, ctx);
+    }
     admit::admit(state, stmt, ctx)
 }
 
 /// Folds a domain event into the domain projections.
 pub fn apply(state: &mut LedgerState, event: &Event) {
+    if crate::retention::is_retention_kind(&event.kind) {
+        crate::retention::apply(state, event);
+        return;
+    }
     state.domain.apply(event);
 }
 
@@ -79,6 +86,10 @@ pub fn snapshots(state: &LedgerState) -> Vec<(&'static str, Vec<u8>)> {
         (
             OidRegistry::NAME,
             serde_json::to_vec(&state.domain.oids).expect("oids serialise"),
+        ),
+        (
+            crate::retention::SNAPSHOT_NAME,
+            crate::retention::snapshot(state),
         ),
     ]
 }
@@ -96,6 +107,7 @@ pub fn restore(state: &mut LedgerState, name: &str, bytes: &[u8]) -> Result<()> 
             state.domain.oids = serde_json::from_slice(bytes).map_err(corrupt)?;
             Ok(())
         }
+        crate::retention::SNAPSHOT_NAME => crate::retention::restore(state, bytes),
         _ => Err(LedgerError::corrupt(
             format!("snapshot {name}"),
             "unknown projection",

@@ -194,11 +194,16 @@ impl Docket {
     /// Wraps an open ledger; opens its blob store under `ledger.dir()/blobs`.
     pub fn new(ledger: Ledger, options: DocketOptions) -> Result<Self> {
         let blobs = Arc::new(BlobStore::open(ledger.dir())?);
-        Ok(Self {
+        let docket = Self {
             ledger,
             blobs,
             options,
-        })
+        };
+        // Finish blob deletions a crash interrupted (retention).
+        if let Err(e) = docket.finish_interrupted_removals() {
+            tracing::warn!("retention: finishing interrupted deletions: {e}");
+        }
+        Ok(docket)
     }
 
     /// Opens the ledger in `dir` and its blob store.
@@ -307,6 +312,8 @@ impl Docket {
         self.precheck(&stmt)?;
         let p = evidence_payload(&stmt)?;
         let digest = parse_digest(&p.sha256)?;
+        // No retention deletion between the blob check and the append.
+        let _registration = crate::retention::service::registration_guard();
         match self.blobs.size(&digest)? {
             Some(size) if size == p.size => {}
             Some(size) => {

@@ -1,0 +1,198 @@
+//! Admission of the retention kinds: may this statement be appended now?
+//!
+//! Pure: reads only the [`LedgerState`] and the [`AdmitContext`], never the
+//! clock or the disk, because replay re-runs it for every event. The core
+//! has already checked the signature and the role (`retention.policy_set`:
+//! admin; every other retention kind: custodian).
+//!
+//! `evidence.expired` is admitted only when the expiry rules
+//! ([`super::rules`]) say the OID's content has expired **at the
+//! `as_of_ms` its payload states**, evaluated on the state before the event.
+//! Both are in the log, so replay reaches the same answer. `as_of_ms` (and a
+//! sweep's `now`) may not be later than the event's own ledger time unless
+//! the policy in force sets `allow_future_sweeps`: nobody can expire content
+//! early by claiming a future time.
+
+use crate::domain::payloads::ms_to_rfc3339;
+use crate::domain::{OidRecord, OidState};
+use crate::error::{LedgerError, Result};
+use crate::event::Statement;
+use crate::state::{AdmitContext, LedgerState};
+
+use super::classes;
+use super::kinds;
+use super::payloads;
+use super::rules::{self, Decision};
+use super::state::current_sha256;
+
+/// Decides whether a retention statement may be appended at `ctx`.
+pub fn admit(state: &LedgerState, stmt: &Statement, ctx: &AdmitContext) -> Result<()> {
+    match stmt.kind.as_str() {
+        kinds::POLICY_SET => payloads::policy_set(&stmt.payload).map(|_| ()),
+        kinds::PINNED => admit_pin(state, stmt),
+        kinds::UNPINNED => admit_unpin(state, stmt),
+        kinds::RECLASSIFIED => admit_reclassify(state, stmt),
+        kinds::REDACTED => admit_redaction(state, stmt),
+        kinds::SWEEP => admit_sweep(state, stmt, ctx),
+        kinds::EXPIRED => admit_expiry(state, stmt, ctx),
+        other => Err(LedgerError::FailedPrecondition(format!(
+            "kind {other} is not a retention kind"
+        ))),
+    }
+}
+
+fn record<'s>(state: &'s LedgerState, oid: &str) -> Result<&'s OidRecord> {
+    state
+        .domain
+        .oids
+        .oids
+        .get(oid)
+        .ok_or_else(|| LedgerError::NotFound {
+            what: format!("evidence OID {oid}"),
+        })
+}
+
+/// Refuses an action on content that already expired.
+fn not_expired(oid: &str, record: &OidRecord, action: &str) -> Result<()> {
+    if record.state != OidState::Expired {
+        return Ok(());
+    }
+    let why = record
+        .removal
+        .as_ref()
+        .map(|r| {
+            format!(
+                " by event {} at {} ({})",
+                r.seq,
+                ms_to_rfc3339(r.at_ms),
+                r.reason
+            )
+        })
+        .unwrap_or_default();
+    Err(LedgerError::FailedPrecondition(format!(
+        "the content of {oid} expired{why}: nothing to {action}"
+    )))
+}
+
+/// A stated time may not be after the event's ledger time unless the policy
+/// allows future sweeps.
+fn check_clock(state: &LedgerState, stated_ms: u64, ctx: &AdmitContext, what: &str) -> Result<()> {
+    if stated_ms <= ctx.recorded_at_ms || state.retention.policy().allow_future_sweeps {
+        return Ok(());
+    }
+    Err(LedgerError::FailedPrecondition(format!(
+        "{what} {} is after the ledger clock ({}); the retention policy does not allow future sweeps (allow_future_sweeps)",
+        ms_to_rfc3339(stated_ms),
+        ms_to_rfc3339(ctx.recorded_at_ms)
+    )))
+}
+
+fn admit_pin(state: &LedgerState, stmt: &Statement) -> Result<()> {
+    let p = payloads::pinned(&stmt.payload)?;
+    let r = record(state, &p.oid)?;
+    not_expired(&p.oid, r, "pin")?;
+    if r.pinned {
+        let how = match state.retention.pins.get(&p.oid) {
+            Some(pin) => format!("by event {}", pin.seq),
+            None => "by its class".into(),
+        };
+        return Err(LedgerError::FailedPrecondition(format!(
+            "{} is already pinned ({how})",
+            p.oid
+        )));
+    }
+    Ok(())
+}
+
+fn admit_unpin(state: &LedgerState, stmt: &Statement) -> Result<()> {
+    let p = payloads::unpinned(&stmt.payload)?;
+    let r = record(state, &p.oid)?;
+    if !r.pinned {
+        return Err(LedgerError::FailedPrecondition(format!(
+            "{} is not pinned",
+            p.oid
+        )));
+    }
+    if p.class.is_some() && r.retention_class != classes::PINNED {
+        return Err(LedgerError::Invalid {
+            what: kinds::UNPINNED.into(),
+            violations: vec![format!(
+                "class: {} is in class {}, which it keeps when unpinned; use retention.reclassified to change it",
+                p.oid, r.retention_class
+            )],
+        });
+    }
+    Ok(())
+}
+
+fn admit_reclassify(state: &LedgerState, stmt: &Statement) -> Result<()> {
+    let p = payloads::reclassified(&stmt.payload)?;
+    let r = record(state, &p.oid)?;
+    not_expired(&p.oid, r, "reclassify")?;
+    if r.retention_class == p.class {
+        return Err(LedgerError::FailedPrecondition(format!(
+            "{} is already in class {}",
+            p.oid, p.class
+        )));
+    }
+    Ok(())
+}
+
+fn admit_redaction(state: &LedgerState, stmt: &Statement) -> Result<()> {
+    let p = payloads::redacted(&stmt.payload)?;
+    let r = record(state, &p.oid)?;
+    not_expired(&p.oid, r, "redact")?;
+    let current = current_sha256(r, &state.retention, &p.oid).unwrap_or_default();
+    if current != p.original_sha256 {
+        return Err(LedgerError::FailedPrecondition(format!(
+            "the content {} holds now is {current}, not original_sha256 {}",
+            p.oid, p.original_sha256
+        )));
+    }
+    Ok(())
+}
+
+fn admit_sweep(state: &LedgerState, stmt: &Statement, ctx: &AdmitContext) -> Result<()> {
+    let (_, now) = payloads::sweep(&stmt.payload)?;
+    if let Some(now) = now {
+        check_clock(state, now, ctx, "the sweep's now")?;
+    }
+    Ok(())
+}
+
+fn admit_expiry(state: &LedgerState, stmt: &Statement, ctx: &AdmitContext) -> Result<()> {
+    let p = payloads::expired(&stmt.payload)?;
+    let r = record(state, &p.oid)?;
+    if let Some(seq) = p.sweep_seq {
+        let Some(sweep) = state.retention.sweeps.get(&seq) else {
+            return Err(LedgerError::NotFound {
+                what: format!("retention.sweep event {seq}"),
+            });
+        };
+        if sweep.as_of_ms != p.as_of_ms {
+            return Err(LedgerError::Invalid {
+                what: kinds::EXPIRED.into(),
+                violations: vec![format!(
+                    "as_of_ms: {} differs from the now of sweep {seq} ({})",
+                    p.as_of_ms, sweep.as_of_ms
+                )],
+            });
+        }
+    }
+    not_expired(&p.oid, r, "expire")?;
+    check_clock(state, p.as_of_ms, ctx, "as_of_ms")?;
+    match rules::decide(state, &p.oid, p.as_of_ms) {
+        Some(Decision::Expire { .. }) => Ok(()),
+        Some(Decision::Keep(k)) => Err(LedgerError::FailedPrecondition(format!(
+            "{} has not expired at {}: {}",
+            p.oid,
+            ms_to_rfc3339(p.as_of_ms),
+            k.describe()
+        ))),
+        // Gone was refused by not_expired; an unknown OID by record().
+        Some(Decision::Gone) | None => Err(LedgerError::FailedPrecondition(format!(
+            "{} has no content to expire",
+            p.oid
+        ))),
+    }
+}

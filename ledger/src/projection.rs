@@ -129,7 +129,8 @@ impl Projection for KeysProjection {
     const NAME: &'static str = "keys";
 
     fn apply(&mut self, event: &Event) {
-        let author = hex::encode(event.author);
+        // Only key events need the author's hex (every event passes here).
+        let author = || hex::encode(event.author);
         match event.kind.as_str() {
             crate::authority::GENESIS => {
                 let Ok(g) = serde_json::from_slice::<GenesisPayload>(&event.payload) else {
@@ -140,7 +141,7 @@ impl Projection for KeysProjection {
                 let record = |roles: &[Role]| KeyRecord {
                     roles: roles.iter().copied().collect(),
                     registered_seq: event.seq,
-                    registered_by: author.clone(),
+                    registered_by: author(),
                     revoked_seq: None,
                     revoked_reason: None,
                     not_before_ms: None,
@@ -162,7 +163,7 @@ impl Projection for KeysProjection {
                     KeyRecord {
                         roles: p.roles.into_iter().collect(),
                         registered_seq: event.seq,
-                        registered_by: author,
+                        registered_by: author(),
                         revoked_seq: None,
                         revoked_reason: None,
                         not_before_ms: p.not_before_ms,

@@ -4,7 +4,7 @@
 mod domain_support;
 
 use docket_ledger::checkpoint::NoteVerifier;
-use docket_ledger::domain::projections::{ApprovalState, OidState, VerdictStatus};
+use docket_ledger::domain::projections::{ApprovalState, Hex32, OidState, VerdictStatus};
 use docket_ledger::domain::{AsOf, DocketOptions, oid, query};
 use docket_ledger::keys::Role;
 use docket_ledger::replay::{self, FindingKind, ReplayOptions};
@@ -31,7 +31,7 @@ fn task_registered_creates_pending_task() {
     assert_eq!(t.status, VerdictStatus::Pending);
     assert_eq!(t.contract.seq, r.seq);
     assert_eq!(
-        t.contract.sha256,
+        t.contract.sha256.to_hex(),
         sha_hex(&serde_json::to_vec(&payload).unwrap())
     );
     assert_eq!(t.contract.required_checks, vec!["scope_valid".to_string()]);
@@ -81,7 +81,7 @@ fn evidence_registered_mints_a_deterministic_oid() {
     assert!(
         t.state
             .submitters
-            .contains(&hex::encode(sub.verifying_key().to_bytes()))
+            .contains(&Hex32(sub.verifying_key().to_bytes()))
     );
     // And the content reads back, digest-checked.
     let (_, mut reader) = fx.docket.evidence_content(&r.oid).unwrap();
@@ -162,7 +162,7 @@ fn submission_check_verdict_and_resubmission_fold_with_digest_chain() {
     assert_eq!(v.verdict.as_ref().unwrap().submission_seq, s2.seq);
     // The history chains before/after digests, one entry per change.
     let h = v.history.unwrap();
-    let kinds: Vec<&str> = h.iter().map(|c| c.kind.as_str()).collect();
+    let kinds: Vec<&str> = h.iter().map(|c| c.kind.as_ref()).collect();
     assert_eq!(
         kinds,
         [
@@ -175,10 +175,10 @@ fn submission_check_verdict_and_resubmission_fold_with_digest_chain() {
         ]
     );
     for pair in h.windows(2) {
-        assert_eq!(pair[1].before.as_deref(), Some(pair[0].after.as_str()));
-        assert_ne!(pair[1].before.as_deref(), Some(pair[1].after.as_str()));
+        assert_eq!(pair[1].before, Some(pair[0].after));
+        assert_ne!(pair[1].before, Some(pair[1].after));
     }
-    assert_eq!(h.last().unwrap().after, v.state_digest);
+    assert_eq!(h.last().unwrap().after.to_hex(), v.state_digest);
     // Lists by status.
     assert_eq!(
         fx.docket
@@ -224,10 +224,7 @@ fn approvals_request_grant_deny_and_expire() {
     let state = fx.docket.ledger().state();
     let a = &state.domain.verdicts.tasks[TASK].approvals[&req.seq];
     assert_eq!(a.state, ApprovalState::Granted);
-    assert_eq!(
-        a.decided_by.as_deref(),
-        Some(hex::encode(appr.verifying_key().to_bytes()).as_str())
-    );
+    assert_eq!(a.decided_by, Some(Hex32(appr.verifying_key().to_bytes())));
     assert_eq!(a.state_at(0), ApprovalState::Granted);
     assert_eq!(
         a.state_at(32_503_680_000_001),

@@ -34,7 +34,7 @@ use super::payloads::{
     Fields, RETENTION_CLASSES, finish, from_violations, is_artifact_name, is_check_name,
     is_media_type, is_sha256_hex, json_object, task_key,
 };
-use super::projections::{ApprovalState, OidState, TaskState};
+use super::projections::{ApprovalState, Hex32, OidState, TaskState};
 
 /// Longest actor, scope, mutation mode (bytes).
 const MAX_LABEL: usize = 256;
@@ -65,7 +65,7 @@ fn task<'s>(state: &'s LedgerState, raw_id: &str) -> Result<&'s TaskState> {
         .domain
         .verdicts
         .tasks
-        .get(&task_key(raw_id))
+        .get(task_key(raw_id).as_ref())
         .ok_or_else(|| LedgerError::NotFound {
             what: format!("task {raw_id}"),
         })
@@ -74,8 +74,7 @@ fn task<'s>(state: &'s LedgerState, raw_id: &str) -> Result<&'s TaskState> {
 /// Separation of duties: a key that authored a task's evidence, executions
 /// or submissions may not check, judge or approve it.
 fn not_submitter(task: &TaskState, stmt: &Statement, action: &str) -> Result<()> {
-    let author = hex::encode(stmt.author);
-    if task.submitters.contains(&author) {
+    if task.submitters.contains(&Hex32(stmt.author)) {
         return Err(LedgerError::denied(
             &stmt.kind,
             &stmt.author,
@@ -390,11 +389,13 @@ fn admit_verdict(state: &LedgerState, stmt: &Statement) -> Result<()> {
             .iter()
             .find(|s| s.seq == judged)
             .expect("judged submission exists");
+        // The submission statement is itself the submit.json document.
         let types: BTreeSet<&str> = sub
             .evidence_oids
             .iter()
             .filter_map(|o| state.domain.oids.oids.get(o))
             .map(|r| r.evidence_type.as_str())
+            .chain(["submit.json"])
             .collect();
         for t in &task.contract.required_evidence {
             if !types.contains(t.as_str()) {
@@ -521,7 +522,7 @@ fn admit_approval_decision(
         violations.push("expires_at: a grant cannot outlive the request's expiry".into());
     }
     finish(what, violations)?;
-    if req.requested_by == hex::encode(stmt.author) {
+    if req.requested_by == Hex32(stmt.author) {
         return Err(LedgerError::denied(
             what,
             &stmt.author,

@@ -9,6 +9,8 @@
 //! "Additional fields are allowed"). Validation lists **every** violated rule
 //! (`LedgerError::Invalid`). The exact schemas are in `docs/DOMAIN.md`.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -99,10 +101,16 @@ pub struct ApprovalDecided {
     pub reason: Option<String>,
 }
 
-/// The Docket fields of `execution.recorded` (the rest is the seed 002 record).
+// The fold's views of payloads: only the fields a projection keeps, with
+// borrowed strings where the value is only looked up (serde skips every other
+// field without allocating).
+
+/// What the fold needs of `execution.recorded` (the seed 002 record plus
+/// Docket's `task_id` and optional `evidence_oids`).
 #[derive(Debug, Clone, Deserialize)]
-pub(crate) struct ExecutionExtra {
-    pub task_id: String,
+pub(crate) struct ExecutionExtra<'a> {
+    #[serde(borrow)]
+    pub task_id: Cow<'a, str>,
     #[serde(default)]
     pub evidence_oids: Vec<String>,
     pub status: String,
@@ -111,25 +119,41 @@ pub(crate) struct ExecutionExtra {
     pub evidence_hash: String,
 }
 
-/// The Docket field of `submission.received` plus what the fold needs.
+/// What the fold needs of `submission.received` (`scc.submit.v1` plus
+/// Docket's `evidence_oids`).
 #[derive(Debug, Clone, Deserialize)]
-pub(crate) struct SubmissionExtra {
-    pub task_id: String,
+pub(crate) struct SubmissionExtra<'a> {
+    #[serde(borrow)]
+    pub task_id: Cow<'a, str>,
     pub status: String,
     pub evidence_oids: Vec<String>,
 }
 
+/// What the fold needs of `check.recorded` (its `details` are skipped).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct CheckExtra<'a> {
+    #[serde(borrow)]
+    pub task_id: Cow<'a, str>,
+    #[serde(default)]
+    pub submission_seq: Option<u64>,
+    #[serde(borrow)]
+    pub name: Cow<'a, str>,
+    pub passed: bool,
+}
+
 /// What the fold needs of a `verdict.issued` payload.
 #[derive(Debug, Clone, Deserialize)]
-pub(crate) struct VerdictExtra {
-    pub task_id: String,
-    pub verdict: String,
+pub(crate) struct VerdictExtra<'a> {
+    #[serde(borrow)]
+    pub task_id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub verdict: Cow<'a, str>,
     #[serde(default)]
     pub reason_code: Option<String>,
     #[serde(default)]
     pub fail_class: Option<String>,
-    #[serde(default)]
-    pub checks: std::collections::BTreeMap<String, bool>,
+    #[serde(default, borrow)]
+    pub checks: std::collections::BTreeMap<Cow<'a, str>, bool>,
     #[serde(default)]
     pub evidence_oids: Vec<String>,
     #[serde(default)]
@@ -138,8 +162,9 @@ pub(crate) struct VerdictExtra {
 
 /// What the fold needs of a `task.registered` payload.
 #[derive(Debug, Clone, Deserialize)]
-pub(crate) struct TaskExtra {
-    pub task_id: String,
+pub(crate) struct TaskExtra<'a> {
+    #[serde(borrow)]
+    pub task_id: Cow<'a, str>,
     #[serde(default)]
     pub retention_class: Option<String>,
     #[serde(default)]
@@ -152,6 +177,19 @@ pub(crate) struct AcceptanceExtra {
     pub required_checks: Option<Vec<String>>,
     #[serde(default)]
     pub required_evidence: Option<Vec<String>>,
+}
+
+/// What the fold needs of `approval.granted` / `approval.denied`.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct DecisionExtra<'a> {
+    #[serde(borrow)]
+    pub task_id: Cow<'a, str>,
+    pub request_seq: u64,
+    pub actor: String,
+    #[serde(default)]
+    pub expires_at: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// Retention classes.
@@ -191,10 +229,35 @@ pub fn canonical_task_id(s: &str) -> Option<String> {
     ))
 }
 
+/// Whether `s` is already a canonical task id (lower-case hyphenated UUID).
+fn is_canonical_task_id(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
+        })
+}
+
 /// Task id as stored in the projections: canonical when it is a UUID,
-/// verbatim otherwise (so an unknown id is reported as written).
-pub fn task_key(s: &str) -> String {
-    canonical_task_id(s).unwrap_or_else(|| s.to_string())
+/// verbatim otherwise (so an unknown id is reported as written). Borrows
+/// when the id is already canonical.
+pub fn task_key(s: &str) -> Cow<'_, str> {
+    if is_canonical_task_id(s) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(canonical_task_id(s).unwrap_or_else(|| s.to_string()))
+}
+
+/// Lower-case hex of `bytes` (a table lookup per nibble).
+pub fn hex_lower(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 /// Parses an RFC 3339 timestamp to Unix milliseconds.
@@ -483,6 +546,10 @@ mod tests {
             assert_eq!(canonical_task_id(form).as_deref(), Some(c), "{form}");
         }
         assert_eq!(canonical_task_id("TASK-001"), None);
+        assert!(matches!(task_key(c), Cow::Borrowed(_)));
+        assert_eq!(task_key(&c.to_uppercase()), c);
+        assert_eq!(task_key("TASK-001"), "TASK-001");
+        assert_eq!(hex_lower(&[0, 0xab, 0xff]), "00abff");
         assert_eq!(
             canonical_task_id("72c84e9c-0975-4c1a-b9a5-864c2725dc8g"),
             None

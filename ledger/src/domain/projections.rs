@@ -4,6 +4,7 @@
 //! `BTreeMap`s throughout, so their snapshot bytes are canonical JSON and a
 //! rebuilt projection compares byte for byte with a stored snapshot.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
@@ -14,9 +15,55 @@ use crate::event::Event;
 use super::kinds;
 use super::oid;
 use super::payloads::{
-    ApprovalDecided, ApprovalRequested, CheckRecorded, EvidenceRegistered, ExecutionExtra,
-    SubmissionExtra, TaskExtra, VerdictExtra, rfc3339_ms, task_key,
+    ApprovalRequested, CheckExtra, DecisionExtra, EvidenceRegistered, ExecutionExtra,
+    SubmissionExtra, TaskExtra, VerdictExtra, hex_lower, rfc3339_ms, task_key,
 };
+
+/// 32 raw bytes (a SHA-256 digest or an ed25519 public key), serialised as
+/// 64 lower-case hex digits. Byte order and hex order agree, so maps and
+/// sets keyed by it sort the same either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Hex32(pub [u8; 32]);
+
+/// A SHA-256 digest.
+pub type Digest32 = Hex32;
+
+impl Hex32 {
+    pub fn to_hex(&self) -> String {
+        hex_lower(&self.0)
+    }
+}
+
+impl std::fmt::Display for Hex32 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl Serialize for Hex32 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> Deserialize<'de> for Hex32 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = Cow::<str>::deserialize(d)?;
+        let bytes = hex::decode(s.as_ref()).map_err(serde::de::Error::custom)?;
+        let arr: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| serde::de::Error::custom("a digest is 32 bytes"))?;
+        Ok(Hex32(arr))
+    }
+}
+
+/// The static name of a domain kind (history entries borrow it).
+fn static_kind(kind: &str) -> Cow<'static, str> {
+    kinds::ALL
+        .iter()
+        .find(|k| **k == kind)
+        .map_or_else(|| Cow::Owned(kind.to_string()), |k| Cow::Borrowed(*k))
+}
 
 /// Verdict status of a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -66,9 +113,9 @@ pub struct ContractInfo {
     /// Sequence number of the `task.registered` event.
     pub seq: u64,
     /// SHA-256 (hex) of the contract payload bytes.
-    pub sha256: String,
+    pub sha256: Hex32,
     /// Hex public key of the registering author.
-    pub registered_by: String,
+    pub registered_by: Hex32,
     pub registered_at_ms: u64,
     /// Default retention class of the task's evidence.
     pub retention_class: String,
@@ -82,7 +129,7 @@ pub struct ContractInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExecutionInfo {
     pub seq: u64,
-    pub by: String,
+    pub by: Hex32,
     pub status: String,
     pub exit_code: Option<i64>,
     pub evidence_hash: String,
@@ -93,12 +140,12 @@ pub struct ExecutionInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubmissionInfo {
     pub seq: u64,
-    pub by: String,
+    pub by: Hex32,
     pub at_ms: u64,
     /// `DONE`, `NEED_INPUT` or `FAILED` as the executor reported.
     pub status: String,
     /// SHA-256 (hex) of the submission payload.
-    pub sha256: String,
+    pub sha256: Hex32,
     pub evidence_oids: Vec<String>,
 }
 
@@ -108,7 +155,7 @@ pub struct CheckInfo {
     pub passed: bool,
     /// The `check.recorded` event, or the `verdict.issued` event that carried it.
     pub seq: u64,
-    pub by: String,
+    pub by: Hex32,
     pub submission_seq: u64,
 }
 
@@ -116,14 +163,14 @@ pub struct CheckInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerdictInfo {
     pub seq: u64,
-    pub by: String,
+    pub by: Hex32,
     pub at_ms: u64,
     /// `PASS` or `FAIL`.
     pub verdict: String,
     pub reason_code: Option<String>,
     pub fail_class: Option<String>,
     /// SHA-256 (hex) of the `scc.verdict.v1` payload.
-    pub sha256: String,
+    pub sha256: Hex32,
     pub submission_seq: u64,
     pub evidence_oids: Vec<String>,
 }
@@ -154,7 +201,7 @@ impl ApprovalState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalInfo {
     pub request_seq: u64,
-    pub requested_by: String,
+    pub requested_by: Hex32,
     pub actor: String,
     pub scope: String,
     pub mutation_mode: String,
@@ -164,7 +211,7 @@ pub struct ApprovalInfo {
     /// `requested`, `granted` or `denied` (never `expired` in the fold).
     pub state: ApprovalState,
     pub decided_seq: Option<u64>,
-    pub decided_by: Option<String>,
+    pub decided_by: Option<Hex32>,
     pub decided_actor: Option<String>,
     /// The request's note.
     pub note: Option<String>,
@@ -191,15 +238,15 @@ impl ApprovalInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerdictChange {
     pub seq: u64,
-    pub kind: String,
+    pub kind: Cow<'static, str>,
     pub at_ms: u64,
     pub status: VerdictStatus,
     pub reason_code: Option<String>,
     /// Digest of the task's verdict state before the event; None for the
     /// registration that created it.
-    pub before: Option<String>,
+    pub before: Option<Digest32>,
     /// Digest after the event.
-    pub after: String,
+    pub after: Digest32,
 }
 
 /// Everything the ledger knows about one task.
@@ -210,7 +257,7 @@ pub struct TaskState {
     /// Hex keys that authored evidence, executions or submissions for the
     /// task: separation of duties bars them from its checks, verdicts and
     /// approvals.
-    pub submitters: BTreeSet<String>,
+    pub submitters: BTreeSet<Hex32>,
     /// OIDs registered for the task, in registration order.
     pub evidence: Vec<String>,
     pub executions: Vec<ExecutionInfo>,
@@ -225,40 +272,133 @@ pub struct TaskState {
     pub approvals: BTreeMap<u64, ApprovalInfo>,
     /// Every change of the verdict state, oldest first.
     pub history: Vec<VerdictChange>,
-    /// SHA-256 (hex) of the verdict state ([`TaskState::digest`]).
-    pub state_digest: String,
+    /// SHA-256 of the verdict state ([`TaskState::digest`]).
+    pub state_digest: Digest32,
 }
 
-/// The part of a task's state its digest covers (see docs/DOMAIN.md).
-#[derive(Serialize)]
-struct DigestView<'a> {
-    task_id: &'a str,
-    contract_sha256: &'a str,
-    status: VerdictStatus,
-    submissions: Vec<u64>,
-    checks: &'a BTreeMap<String, CheckInfo>,
-    verdict: &'a Option<VerdictInfo>,
-    approvals: &'a BTreeMap<u64, ApprovalInfo>,
+/// Feeds the task-state digest preimage (docs/DOMAIN.md, "Verdict state
+/// digest"): big-endian fixed-width integers, strings as a u64 length and
+/// their UTF-8 bytes, options as a 0/1 byte then the value.
+struct Preimage(Sha256);
+
+impl Preimage {
+    fn u8(&mut self, v: u8) {
+        self.0.update([v]);
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.update(v.to_be_bytes());
+    }
+    fn i64(&mut self, v: i64) {
+        self.0.update(v.to_be_bytes());
+    }
+    fn bytes32(&mut self, b: &Hex32) {
+        self.0.update(b.0);
+    }
+    fn str(&mut self, s: &str) {
+        self.u64(s.len() as u64);
+        self.0.update(s.as_bytes());
+    }
+    fn opt_str(&mut self, s: Option<&str>) {
+        match s {
+            None => self.u8(0),
+            Some(s) => {
+                self.u8(1);
+                self.str(s);
+            }
+        }
+    }
+    fn opt_u64(&mut self, v: Option<u64>) {
+        match v {
+            None => self.u8(0),
+            Some(v) => {
+                self.u8(1);
+                self.u64(v);
+            }
+        }
+    }
 }
+
+/// Domain separator of the task-state digest.
+pub const TASK_STATE_DIGEST_PREFIX: &[u8] = b"docket/v1/task-state\0";
 
 impl TaskState {
-    /// SHA-256 (hex) of the canonical JSON of the verdict state: task id,
-    /// contract digest, status, submission sequence numbers, checks of the
-    /// latest submission, current verdict and approvals.
-    pub fn digest(&self) -> String {
-        let view = DigestView {
-            task_id: &self.task_id,
-            contract_sha256: &self.contract.sha256,
-            status: self.status,
-            submissions: self.submissions.iter().map(|s| s.seq).collect(),
-            checks: &self.checks,
-            verdict: &self.verdict,
-            approvals: &self.approvals,
-        };
-        // Invariant: the view holds strings, integers, bools and maps with
-        // string or integer keys; serde_json cannot fail on them.
-        let bytes = serde_json::to_vec(&view).expect("digest view serialises");
-        hex::encode(Sha256::digest(&bytes))
+    /// SHA-256 of the verdict state: task id, contract digest, status,
+    /// submission sequence numbers, checks of the latest submission, current
+    /// verdict and approvals, in the byte layout of docs/DOMAIN.md.
+    pub fn digest(&self) -> Digest32 {
+        let mut p = Preimage(Sha256::new());
+        p.0.update(TASK_STATE_DIGEST_PREFIX);
+        p.str(&self.task_id);
+        p.bytes32(&self.contract.sha256);
+        p.u8(match self.status {
+            VerdictStatus::Pending => 0,
+            VerdictStatus::Pass => 1,
+            VerdictStatus::Fail => 2,
+        });
+        p.u64(self.submissions.len() as u64);
+        for s in &self.submissions {
+            p.u64(s.seq);
+        }
+        p.u64(self.checks.len() as u64);
+        for (name, c) in &self.checks {
+            p.str(name);
+            p.u8(u8::from(c.passed));
+            p.u64(c.seq);
+            p.bytes32(&c.by);
+            p.u64(c.submission_seq);
+        }
+        match &self.verdict {
+            None => p.u8(0),
+            Some(v) => {
+                p.u8(1);
+                p.u64(v.seq);
+                p.bytes32(&v.by);
+                p.u64(v.at_ms);
+                p.str(&v.verdict);
+                p.opt_str(v.reason_code.as_deref());
+                p.opt_str(v.fail_class.as_deref());
+                p.bytes32(&v.sha256);
+                p.u64(v.submission_seq);
+                p.u64(v.evidence_oids.len() as u64);
+                for o in &v.evidence_oids {
+                    p.str(o);
+                }
+            }
+        }
+        p.u64(self.approvals.len() as u64);
+        for a in self.approvals.values() {
+            p.u64(a.request_seq);
+            p.bytes32(&a.requested_by);
+            p.str(&a.actor);
+            p.str(&a.scope);
+            p.str(&a.mutation_mode);
+            p.str(&a.requested_at);
+            match a.expires_at_ms {
+                None => p.u8(0),
+                Some(t) => {
+                    p.u8(1);
+                    p.i64(t);
+                }
+            }
+            p.u8(match a.state {
+                ApprovalState::Requested => 0,
+                ApprovalState::Granted => 1,
+                ApprovalState::Denied => 2,
+                ApprovalState::Expired => 3,
+            });
+            p.opt_u64(a.decided_seq);
+            match &a.decided_by {
+                None => p.u8(0),
+                Some(k) => {
+                    p.u8(1);
+                    p.bytes32(k);
+                }
+            }
+            p.opt_str(a.decided_actor.as_deref());
+            p.opt_str(a.note.as_deref());
+            p.opt_str(a.reason.as_deref());
+        }
+        Hex32(p.0.finalize().into())
     }
 
     /// The latest submission.
@@ -267,12 +407,12 @@ impl TaskState {
     }
 
     fn record_change(&mut self, event: &Event) {
-        let before = Some(std::mem::take(&mut self.state_digest));
+        let before = Some(self.state_digest);
         let after = self.digest();
-        self.state_digest = after.clone();
+        self.state_digest = after;
         self.history.push(VerdictChange {
             seq: event.seq,
-            kind: event.kind.clone(),
+            kind: static_kind(&event.kind),
             at_ms: event.recorded_at_ms,
             status: self.status,
             reason_code: self.verdict.as_ref().and_then(|v| v.reason_code.clone()),
@@ -345,7 +485,7 @@ pub struct OidRecord {
     pub artifact_name: String,
     pub registered_seq: u64,
     pub registered_at_ms: u64,
-    pub registered_by: String,
+    pub registered_by: Hex32,
     pub state: OidState,
     pub pinned: bool,
     pub removal: Option<Removal>,
@@ -377,8 +517,8 @@ pub struct DomainState {
     pub oids: OidRegistry,
 }
 
-fn sha_hex(b: &[u8]) -> String {
-    hex::encode(Sha256::digest(b))
+fn sha(b: &[u8]) -> Hex32 {
+    Hex32(Sha256::digest(b).into())
 }
 
 impl DomainState {
@@ -403,7 +543,7 @@ impl DomainState {
         let Ok(p) = serde_json::from_slice::<TaskExtra>(&event.payload) else {
             return;
         };
-        let task_id = task_key(&p.task_id);
+        let task_id = task_key(&p.task_id).into_owned();
         if self.verdicts.tasks.contains_key(&task_id) {
             return;
         }
@@ -412,8 +552,8 @@ impl DomainState {
             task_id: task_id.clone(),
             contract: ContractInfo {
                 seq: event.seq,
-                sha256: sha_hex(&event.payload),
-                registered_by: hex::encode(event.author),
+                sha256: sha(&event.payload),
+                registered_by: Hex32(event.author),
                 registered_at_ms: event.recorded_at_ms,
                 retention_class: p.retention_class.unwrap_or_else(|| "routine".into()),
                 required_checks: acceptance.required_checks.unwrap_or_default(),
@@ -428,17 +568,17 @@ impl DomainState {
             status: VerdictStatus::Pending,
             approvals: BTreeMap::new(),
             history: Vec::new(),
-            state_digest: String::new(),
+            state_digest: Digest32::default(),
         };
         task.state_digest = task.digest();
         task.history.push(VerdictChange {
             seq: event.seq,
-            kind: event.kind.clone(),
+            kind: static_kind(&event.kind),
             at_ms: event.recorded_at_ms,
             status: VerdictStatus::Pending,
             reason_code: None,
             before: None,
-            after: task.state_digest.clone(),
+            after: task.state_digest,
         });
         self.verdicts.tasks.insert(task_id, task);
     }
@@ -447,13 +587,12 @@ impl DomainState {
         let Ok(p) = serde_json::from_slice::<EvidenceRegistered>(&event.payload) else {
             return;
         };
-        let task_id = task_key(&p.task_id);
-        let Some(task) = self.verdicts.tasks.get_mut(&task_id) else {
+        let Some(task) = self.verdicts.tasks.get_mut(task_key(&p.task_id).as_ref()) else {
             return;
         };
         let oid = oid::of_event(event);
-        let author = hex::encode(event.author);
-        task.submitters.insert(author.clone());
+        let author = Hex32(event.author);
+        task.submitters.insert(author);
         task.evidence.push(oid.clone());
         let retention_class = p
             .retention_class
@@ -463,6 +602,7 @@ impl DomainState {
             .name
             .clone()
             .unwrap_or_else(|| default_artifact_name(&p.evidence_type, &oid));
+        let task_id = task.task_id.clone();
         self.oids.oids.insert(
             oid,
             OidRecord {
@@ -484,15 +624,19 @@ impl DomainState {
         );
     }
 
+    fn task_mut(&mut self, raw_id: &str) -> Option<&mut TaskState> {
+        self.verdicts.tasks.get_mut(task_key(raw_id).as_ref())
+    }
+
     fn apply_execution(&mut self, event: &Event) {
         let Ok(p) = serde_json::from_slice::<ExecutionExtra>(&event.payload) else {
             return;
         };
-        let Some(task) = self.verdicts.tasks.get_mut(&task_key(&p.task_id)) else {
+        let Some(task) = self.task_mut(&p.task_id) else {
             return;
         };
-        let by = hex::encode(event.author);
-        task.submitters.insert(by.clone());
+        let by = Hex32(event.author);
+        task.submitters.insert(by);
         task.executions.push(ExecutionInfo {
             seq: event.seq,
             by,
@@ -507,17 +651,17 @@ impl DomainState {
         let Ok(p) = serde_json::from_slice::<SubmissionExtra>(&event.payload) else {
             return;
         };
-        let Some(task) = self.verdicts.tasks.get_mut(&task_key(&p.task_id)) else {
+        let Some(task) = self.task_mut(&p.task_id) else {
             return;
         };
-        let by = hex::encode(event.author);
-        task.submitters.insert(by.clone());
+        let by = Hex32(event.author);
+        task.submitters.insert(by);
         task.submissions.push(SubmissionInfo {
             seq: event.seq,
             by,
             at_ms: event.recorded_at_ms,
             status: p.status,
-            sha256: sha_hex(&event.payload),
+            sha256: sha(&event.payload),
             evidence_oids: p.evidence_oids,
         });
         // A new attempt has no checks and no verdict yet: PENDING.
@@ -528,24 +672,27 @@ impl DomainState {
     }
 
     fn apply_check(&mut self, event: &Event) {
-        let Ok(p) = serde_json::from_slice::<CheckRecorded>(&event.payload) else {
+        let Ok(p) = serde_json::from_slice::<CheckExtra>(&event.payload) else {
             return;
         };
-        let Some(task) = self.verdicts.tasks.get_mut(&task_key(&p.task_id)) else {
+        let Some(task) = self.task_mut(&p.task_id) else {
             return;
         };
         let Some(latest) = task.latest_submission().map(|s| s.seq) else {
             return;
         };
-        task.checks.insert(
-            p.name,
-            CheckInfo {
-                passed: p.passed,
-                seq: event.seq,
-                by: hex::encode(event.author),
-                submission_seq: p.submission_seq.unwrap_or(latest),
-            },
-        );
+        let info = CheckInfo {
+            passed: p.passed,
+            seq: event.seq,
+            by: Hex32(event.author),
+            submission_seq: p.submission_seq.unwrap_or(latest),
+        };
+        match task.checks.get_mut(p.name.as_ref()) {
+            Some(slot) => *slot = info,
+            None => {
+                task.checks.insert(p.name.into_owned(), info);
+            }
+        }
         task.record_change(event);
     }
 
@@ -553,25 +700,28 @@ impl DomainState {
         let Ok(p) = serde_json::from_slice::<VerdictExtra>(&event.payload) else {
             return;
         };
-        let Some(task) = self.verdicts.tasks.get_mut(&task_key(&p.task_id)) else {
+        let Some(task) = self.task_mut(&p.task_id) else {
             return;
         };
         let Some(latest) = task.latest_submission().map(|s| s.seq) else {
             return;
         };
-        let by = hex::encode(event.author);
+        let by = Hex32(event.author);
         let submission_seq = p.submission_seq.unwrap_or(latest);
         // The checks a verdict carries count as recorded by it, unless a
         // check.recorded event already holds that name with the same result.
         for (name, passed) in &p.checks {
-            let same = task.checks.get(name).is_some_and(|c| c.passed == *passed);
+            let same = task
+                .checks
+                .get(name.as_ref())
+                .is_some_and(|c| c.passed == *passed);
             if !same {
                 task.checks.insert(
-                    name.clone(),
+                    name.clone().into_owned(),
                     CheckInfo {
                         passed: *passed,
                         seq: event.seq,
-                        by: by.clone(),
+                        by,
                         submission_seq,
                     },
                 );
@@ -590,7 +740,7 @@ impl DomainState {
             verdict: if pass { "PASS".into() } else { "FAIL".into() },
             reason_code: p.reason_code,
             fail_class: p.fail_class,
-            sha256: sha_hex(&event.payload),
+            sha256: sha(&event.payload),
             submission_seq,
             evidence_oids: p.evidence_oids,
         });
@@ -601,7 +751,7 @@ impl DomainState {
         let Ok(p) = serde_json::from_slice::<ApprovalRequested>(&event.payload) else {
             return;
         };
-        let Some(task) = self.verdicts.tasks.get_mut(&task_key(&p.task_id)) else {
+        let Some(task) = self.task_mut(&p.task_id) else {
             return;
         };
         let expires_at_ms = p
@@ -613,7 +763,7 @@ impl DomainState {
             event.seq,
             ApprovalInfo {
                 request_seq: event.seq,
-                requested_by: hex::encode(event.author),
+                requested_by: Hex32(event.author),
                 actor: p.actor,
                 scope: p.scope,
                 mutation_mode: p.mutation_mode,
@@ -631,10 +781,10 @@ impl DomainState {
     }
 
     fn apply_approval_decision(&mut self, event: &Event) {
-        let Ok(p) = serde_json::from_slice::<ApprovalDecided>(&event.payload) else {
+        let Ok(p) = serde_json::from_slice::<DecisionExtra>(&event.payload) else {
             return;
         };
-        let Some(task) = self.verdicts.tasks.get_mut(&task_key(&p.task_id)) else {
+        let Some(task) = self.task_mut(&p.task_id) else {
             return;
         };
         let Some(a) = task.approvals.get_mut(&p.request_seq) else {
@@ -656,7 +806,7 @@ impl DomainState {
             a.expires_at_ms = Some(exp);
         }
         a.decided_seq = Some(event.seq);
-        a.decided_by = Some(hex::encode(event.author));
+        a.decided_by = Some(Hex32(event.author));
         a.decided_actor = Some(p.actor);
         a.reason = p.reason;
         task.record_change(event);

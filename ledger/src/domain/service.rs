@@ -90,6 +90,10 @@ pub struct SubmitOutcome {
     pub verdict: Option<Verdict>,
     /// Receipt of the `verdict.issued` event.
     pub verdict_receipt: Option<Receipt>,
+    /// Why auto-verify appended no verdict, when it tried and failed (the
+    /// submission itself is durable either way; the task stays PENDING).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_verify_error: Option<String>,
     /// The task's verdict state after all of it.
     pub state: TaskVerdictView,
 }
@@ -379,18 +383,20 @@ impl Docket {
         let receipt = self.ledger.append(stmt)?;
         let mut verdict = None;
         let mut verdict_receipt = None;
+        let mut auto_verify_error = None;
         if self.options.auto_verify && !receipt.duplicate {
             match self.verify_submission(receipt.seq) {
                 Ok(v) => {
                     verdict_receipt = Some(v.verdict_receipt);
                     verdict = Some(v.verdict);
                 }
-                // A newer submission superseded this one before its verdict
-                // landed: the task stays PENDING for the newer attempt.
-                Err(LedgerError::FailedPrecondition(msg)) => {
-                    tracing::info!("auto-verify of submission {}: {msg}", receipt.seq);
+                // The submission is durable: report, do not fail the call.
+                // (FailedPrecondition: a newer submission superseded this one
+                // before its verdict landed.)
+                Err(e) => {
+                    tracing::warn!("auto-verify of submission {}: {e}", receipt.seq);
+                    auto_verify_error = Some(e.to_string());
                 }
-                Err(e) => return Err(e),
             }
         }
         let task_id = {
@@ -398,7 +404,7 @@ impl Docket {
             let p: SubmissionExtra = serde_json::from_slice(&event.payload).map_err(|e| {
                 LedgerError::corrupt(format!("event {}", receipt.seq), e.to_string())
             })?;
-            task_key(&p.task_id)
+            task_key(&p.task_id).into_owned()
         };
         let state = self.verdict(&task_id, AsOf::Latest, false)?;
         if verdict.is_none()
@@ -414,6 +420,7 @@ impl Docket {
             receipt,
             verdict,
             verdict_receipt,
+            auto_verify_error,
             state,
         })
     }
@@ -480,28 +487,30 @@ impl Docket {
         let sub: SubmissionExtra = serde_json::from_slice(&event.payload)
             .map_err(|e| LedgerError::corrupt(format!("event {submission_seq}"), e.to_string()))?;
         let task_id = task_key(&sub.task_id);
-        let (contract_seq, records) =
-            {
-                let state = self.ledger.state();
-                let task = state.domain.verdicts.tasks.get(&task_id).ok_or_else(|| {
-                    LedgerError::NotFound {
-                        what: format!("task {task_id}"),
-                    }
+        let (contract_seq, records) = {
+            let state = self.ledger.state();
+            let task = state
+                .domain
+                .verdicts
+                .tasks
+                .get(task_id.as_ref())
+                .ok_or_else(|| LedgerError::NotFound {
+                    what: format!("task {task_id}"),
                 })?;
-                let records: Vec<(String, OidRecord)> = sub
-                    .evidence_oids
-                    .iter()
-                    .filter_map(|o| {
-                        state
-                            .domain
-                            .oids
-                            .oids
-                            .get(o)
-                            .map(|r| (o.clone(), r.clone()))
-                    })
-                    .collect();
-                (task.contract.seq, records)
-            };
+            let records: Vec<(String, OidRecord)> = sub
+                .evidence_oids
+                .iter()
+                .filter_map(|o| {
+                    state
+                        .domain
+                        .oids
+                        .oids
+                        .get(o)
+                        .map(|r| (o.clone(), r.clone()))
+                })
+                .collect();
+            (task.contract.seq, records)
+        };
         let contract_bytes = self.ledger.event(contract_seq)?.payload;
         let contract = TaskContract::parse(&contract_bytes).map_err(|vs| LedgerError::Corrupt {
             location: format!("event {contract_seq}"),
@@ -594,7 +603,9 @@ impl Docket {
     pub fn task(&self, task_id: &str, as_of: AsOf) -> Result<TaskView> {
         let key = task_key(task_id);
         let state = self
-            .with_state(as_of, |s| s.domain.verdicts.tasks.get(&key).cloned())?
+            .with_state(as_of, |s| {
+                s.domain.verdicts.tasks.get(key.as_ref()).cloned()
+            })?
             .ok_or_else(|| LedgerError::NotFound {
                 what: format!("task {task_id}"),
             })?;
@@ -654,7 +665,7 @@ impl Docket {
                     effective_state: a.state_at(clock),
                 })
                 .collect(),
-            state_digest: task.state_digest.clone(),
+            state_digest: task.state_digest.to_hex(),
             as_of_seq: state.applied.checked_sub(1),
             history: history.then(|| task.history.clone()),
         }
@@ -676,7 +687,7 @@ impl Docket {
                 s.domain
                     .verdicts
                     .tasks
-                    .get(&key)
+                    .get(key.as_ref())
                     .map(|t| self.view(t, s, as_of, history))
             })?
             .ok_or_else(|| LedgerError::NotFound {

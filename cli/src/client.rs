@@ -390,3 +390,186 @@ impl Backend for Remote {
         })
     }
 }
+
+/// Client-side flows over gRPC that take more than one call: uploading
+/// evidence and submitting an artifacts directory (collect, upload each
+/// file as evidence, submit `submit.json` naming the OIDs).
+pub mod flow {
+    use std::path::Path;
+
+    use anyhow::Result;
+    use docket_ledger::Statement;
+    use docket_proto::v1 as pb;
+    use docket_proto::v1::evidence_client::EvidenceClient;
+    use docket_proto::v1::submissions_client::SubmissionsClient;
+    use ed25519_dalek::SigningKey;
+    use sha2::{Digest as _, Sha256};
+    use tonic::transport::Channel;
+
+    use super::status_error;
+    use crate::exit::{self, CliError};
+    use crate::server::convert;
+
+    /// Upload chunk size (the server accepts up to 1 MiB).
+    pub const UPLOAD_CHUNK: usize = 256 << 10;
+
+    /// Every regular file under `dir` as (relative `/`-separated name,
+    /// content), sorted by name. Symbolic links are refused.
+    pub fn collect_dir(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+        fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
+            let entries = std::fs::read_dir(dir).map_err(|e| {
+                CliError::new(exit::MISSING, format!("cannot read {}: {e}", dir.display()))
+            })?;
+            for entry in entries {
+                let entry = entry?;
+                let path = entry.path();
+                let kind = entry.file_type()?;
+                if kind.is_symlink() {
+                    return Err(CliError::new(
+                        exit::INVALID,
+                        format!(
+                            "{} is a symbolic link; artifacts must be regular files",
+                            path.display()
+                        ),
+                    )
+                    .into());
+                }
+                if kind.is_dir() {
+                    walk(root, &path, out)?;
+                } else if kind.is_file() {
+                    let rel = path
+                        .strip_prefix(root)
+                        .unwrap_or(&path)
+                        .components()
+                        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                        .collect::<Vec<_>>()
+                        .join("/");
+                    out.push((rel, std::fs::read(&path)?));
+                }
+            }
+            Ok(())
+        }
+        let mut out = Vec::new();
+        walk(dir, dir, &mut out)?;
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    /// The evidence type of an artifact name (first matching type, else
+    /// `other`).
+    #[must_use]
+    pub fn evidence_type(name: &str) -> &'static str {
+        docket_verifier::EvidenceType::ALL
+            .iter()
+            .find(|t| **t != docket_verifier::EvidenceType::Other && t.matches_artifact(name))
+            .map_or("other", |t| t.as_str())
+    }
+
+    /// A media type from the file extension.
+    #[must_use]
+    pub fn media_type(name: &str) -> &'static str {
+        let lower = name.to_ascii_lowercase();
+        match lower.rsplit_once('.').map_or("", |(_, e)| e) {
+            "diff" | "patch" => "text/x-diff",
+            "log" | "txt" | "out" | "err" => "text/plain",
+            "md" => "text/markdown",
+            "json" => "application/json",
+            "jsonl" | "ndjson" => "application/x-ndjson",
+            "png" => "image/png",
+            "jpg" | "jpeg" => "image/jpeg",
+            "html" | "htm" => "text/html",
+            _ => "application/octet-stream",
+        }
+    }
+
+    /// The `evidence.registered` payload for `content` named `name`.
+    #[must_use]
+    pub fn evidence_payload(task_id: &str, name: &str, content: &[u8]) -> Vec<u8> {
+        let v = serde_json::json!({
+            "task_id": task_id,
+            "evidence_type": evidence_type(name),
+            "sha256": hex::encode(Sha256::digest(content)),
+            "size": content.len(),
+            "media_type": media_type(name),
+            "name": name,
+        });
+        v.to_string().into_bytes()
+    }
+
+    /// Streams `content` to `Evidence.Upload` with a signed registration.
+    pub async fn upload(
+        channel: Channel,
+        key: &SigningKey,
+        task_id: &str,
+        name: &str,
+        content: &[u8],
+    ) -> Result<pb::EvidenceReceipt> {
+        let st = Statement::sign(
+            "evidence.registered",
+            evidence_payload(task_id, name, content),
+            key,
+        );
+        let mut messages = vec![pb::UploadEvidenceRequest {
+            part: Some(pb::upload_evidence_request::Part::Header(
+                pb::UploadHeader {
+                    statement: Some(convert::statement_to_proto(&st)),
+                    expected_sha256: Sha256::digest(content).to_vec(),
+                    expected_size: content.len() as u64,
+                },
+            )),
+        }];
+        for chunk in content.chunks(UPLOAD_CHUNK) {
+            messages.push(pb::UploadEvidenceRequest {
+                part: Some(pb::upload_evidence_request::Part::Chunk(chunk.to_vec())),
+            });
+        }
+        let mut client = EvidenceClient::new(channel);
+        let r = client
+            .upload(tokio_stream::iter(messages))
+            .await
+            .map_err(|s| status_error(&s))?;
+        Ok(r.into_inner())
+    }
+
+    /// The `submission.received` payload: `submit.json` with `evidence_oids`.
+    pub fn submission_payload(submit_json: &[u8], oids: &[String]) -> Result<Vec<u8>> {
+        let mut doc: serde_json::Value = serde_json::from_slice(submit_json)
+            .map_err(|e| CliError::new(exit::INVALID, format!("submit.json is not JSON: {e}")))?;
+        let Some(map) = doc.as_object_mut() else {
+            return Err(CliError::new(exit::INVALID, "submit.json must be a JSON object").into());
+        };
+        map.insert("evidence_oids".into(), serde_json::json!(oids));
+        Ok(serde_json::to_vec(&doc)?)
+    }
+
+    /// Uploads every file as evidence, then submits `submit.json` naming
+    /// their OIDs; with `wait`, the response carries the verdict state.
+    pub async fn submit_artifacts(
+        channel: Channel,
+        key: &SigningKey,
+        task_id: &str,
+        files: &[(String, Vec<u8>)],
+        wait: bool,
+    ) -> Result<(Vec<String>, pb::SubmitResponse)> {
+        let Some((_, submit_json)) = files.iter().find(|(n, _)| n == "submit.json") else {
+            return Err(CliError::new(exit::MISSING, "the artifacts have no submit.json").into());
+        };
+        let mut oids = Vec::with_capacity(files.len());
+        for (name, content) in files {
+            let r = upload(channel.clone(), key, task_id, name, content).await?;
+            oids.push(r.oid);
+        }
+        let payload = submission_payload(submit_json, &oids)?;
+        let st = Statement::sign("submission.received", payload, key);
+        let mut client = SubmissionsClient::new(channel);
+        let r = client
+            .submit(pb::SubmitRequest {
+                statement: Some(convert::statement_to_proto(&st)),
+                wait_for_verdict: wait,
+                wait_timeout_ms: 0,
+            })
+            .await
+            .map_err(|s| status_error(&s))?;
+        Ok((oids, r.into_inner()))
+    }
+}

@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""Minimal Docket client that knows nothing but the .proto files.
+"""Docket client that knows nothing but the .proto files.
 
 Generates the gRPC stubs from ../../proto at run time (grpc_tools.protoc),
 signs statements with an ed25519 key from the `cryptography` package as
-documented on `SignedStatement` in proto/docket/v1/common.proto, submits work
-for a task and reads the verdict.
+documented on `SignedStatement` in proto/docket/v1/common.proto, registers a
+submitter key and a task, uploads an artifacts directory as evidence, submits
+it, reads the verdict, and checks an inclusion proof of the verdict event
+against the ledger's signed checkpoint -- all without Docket code.
 
-The JSON payload shapes below are illustrative; the authoritative schemas are
-in docs/FORMAT.md.
+By default it uses the bundled demo task and passing artifacts
+(cli/demo/task.json, cli/demo/pass/), under a fresh task id.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import importlib
 import json
@@ -21,8 +24,10 @@ import sys
 import tempfile
 import uuid
 
-PROTO_DIR = pathlib.Path(__file__).resolve().parents[2] / "proto"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PROTO_DIR = ROOT / "proto"
 PROTO_FILES = ["common", "ledger", "domain", "retention", "export", "admin"]
+UPLOAD_CHUNK = 256 << 10  # the server accepts chunks of up to 1 MiB
 
 
 def load_stubs():
@@ -37,22 +42,28 @@ def load_stubs():
     if protoc.main(args) != 0:
         sys.exit("stub generation failed")
     sys.path.insert(0, out)
-    pb = importlib.import_module("docket.v1.domain_pb2")
-    common = importlib.import_module("docket.v1.common_pb2")
-    ledger = importlib.import_module("docket.v1.ledger_pb2")
-    grpc_domain = importlib.import_module("docket.v1.domain_pb2_grpc")
-    grpc_ledger = importlib.import_module("docket.v1.ledger_pb2_grpc")
-    return common, pb, ledger, grpc_domain, grpc_ledger
+    mods = {}
+    for name in ["common", "domain", "ledger"]:
+        mods[name] = importlib.import_module(f"docket.v1.{name}_pb2")
+        if name != "common":
+            mods[name + "_grpc"] = importlib.import_module(f"docket.v1.{name}_pb2_grpc")
+    return mods
 
 
 def load_key(path: str | None):
-    """An ed25519 key: 32-byte raw seed, or 64 hex chars, or a fresh one."""
+    """An ed25519 key from a Docket key file (JSON with a hex `secret`), a
+    raw 32-byte seed, or 64 hex characters; a fresh key when path is None."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     if path is None:
         return Ed25519PrivateKey.generate()
     data = pathlib.Path(path).read_bytes().strip()
-    seed = bytes.fromhex(data.decode()) if len(data) == 64 else data
+    if data.startswith(b"{"):
+        seed = bytes.fromhex(json.loads(data)["secret"])
+    elif len(data) == 64:
+        seed = bytes.fromhex(data.decode())
+    else:
+        seed = data
     return Ed25519PrivateKey.from_private_bytes(seed)
 
 
@@ -67,8 +78,8 @@ def signing_message(kind: str, payload: bytes) -> bytes:
     return b"docket/v1/" + kind.encode() + b"\x00" + hashlib.sha256(payload).digest()
 
 
-def sign(common, key, kind: str, document: dict):
-    payload = json.dumps(document, separators=(",", ":")).encode()
+def sign(common, key, kind: str, payload: bytes):
+    """A SignedStatement over the exact payload bytes."""
     return common.SignedStatement(
         kind=kind,
         payload=payload,
@@ -77,71 +88,178 @@ def sign(common, key, kind: str, document: dict):
     )
 
 
+def doc(value: dict) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def evidence_type(name: str) -> str:
+    """The seed 000 evidence type of an artifact name (as docs/DOMAIN.md)."""
+    file = name.rsplit("/", 1)[-1]
+    lower = file.lower()
+    if file in ("patch.diff", "selftest.log", "report.md", "submit.json"):
+        return file
+    if "screenshots/" in name and lower.endswith((".png", ".jpg", ".jpeg", ".gif", ".webp")):
+        return "screenshot"
+    if lower.startswith("stdout") or lower.endswith(".stdout.log"):
+        return "stdout"
+    if lower.startswith("stderr") or lower.endswith(".stderr.log"):
+        return "stderr"
+    if lower == "trace.jsonl" or lower.endswith(".trace.jsonl"):
+        return "trace"
+    if name.startswith("metrics/") or lower == "metrics.json" or lower.endswith(".metrics.json"):
+        return "metrics"
+    return "other"
+
+
+def media_type(name: str) -> str:
+    ext = name.lower().rsplit(".", 1)[-1] if "." in name else ""
+    return {
+        "diff": "text/x-diff", "patch": "text/x-diff", "log": "text/plain", "txt": "text/plain",
+        "md": "text/markdown", "json": "application/json", "jsonl": "application/x-ndjson",
+        "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg",
+    }.get(ext, "application/octet-stream")
+
+
+def leaf_hash(data: bytes) -> bytes:
+    return hashlib.sha256(b"\x00" + data).digest()
+
+
+def node_hash(left: bytes, right: bytes) -> bytes:
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+def verify_inclusion(leaf: bytes, index: int, size: int, proof: list[bytes], root: bytes) -> bool:
+    """RFC 9162 section 2.1.3.2."""
+    if index >= size:
+        return False
+    fn, sn, r = index, size - 1, leaf
+    for p in proof:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            r = node_hash(p, r)
+            if not fn & 1:
+                while not fn & 1 and fn != 0:
+                    fn >>= 1
+                    sn >>= 1
+        else:
+            r = node_hash(r, p)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and r == root
+
+
+def open_checkpoint(note: str, verifier_key: str) -> tuple[int, bytes]:
+    """Verifies a C2SP signed note with the ledger's verifier key
+    (`<name>+<key id hex>+<base64(0x01 || public key)>`) and returns the tree
+    size and root of its tlog-checkpoint body (lines 2 and 3)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    name, key_id, key_b64 = verifier_key.split("+", 2)
+    raw = base64.b64decode(key_b64)
+    if raw[0] != 1:
+        raise ValueError("not an ed25519 verifier key")
+    public = Ed25519PublicKey.from_public_bytes(raw[1:])
+    body, _, signatures = note.partition("\n\n")
+    body += "\n"
+    for line in signatures.splitlines():
+        parts = line.split(" ")
+        if len(parts) == 3 and parts[0] == "\u2014" and parts[1] == name:
+            blob = base64.b64decode(parts[2])
+            if blob[:4] == bytes.fromhex(key_id):
+                public.verify(blob[4:], body.encode())  # raises InvalidSignature
+                lines = body.split("\n")
+                return int(lines[1]), base64.b64decode(lines[2])
+    raise ValueError("no signature by the ledger key on the checkpoint")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", default="127.0.0.1:50051")
-    parser.add_argument("--admin-key", help="admin seed file (registers the submitter key)")
-    parser.add_argument("--key", help="submitter seed file (default: a fresh key)")
-    parser.add_argument("--diff", default=None, help="patch.diff to submit as evidence")
+    parser.add_argument("--admin-key", help="admin key file (e.g. docket-data/keys/admin.key)")
+    parser.add_argument("--key", help="submitter key file (default: a fresh key, registered by --admin-key)")
+    parser.add_argument("--task", default=str(ROOT / "cli/demo/task.json"), help="task contract JSON")
+    parser.add_argument("--artifacts", default=str(ROOT / "cli/demo/pass"), help="artifacts directory")
     parser.add_argument("--dry-run", action="store_true", help="build and sign, do not connect")
     args = parser.parse_args()
 
-    common, pb, ledger, grpc_domain, grpc_ledger = load_stubs()
+    m = load_stubs()
+    common, pb, ledger = m["common"], m["domain"], m["ledger"]
     submitter = load_key(args.key)
     task_id = str(uuid.uuid4())
-    diff = pathlib.Path(args.diff).read_bytes() if args.diff else b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"
 
-    key_stmt = None
-    if args.admin_key:
-        admin = load_key(args.admin_key)
-        key_stmt = sign(common, admin, "key.registered",
-                        {"public_key": public_bytes(submitter).hex(), "roles": ["submitter"]})
-    task_stmt = sign(common, submitter, "task.registered", {
-        "task_id": task_id, "goal": "example", "role": "builder",
-        "pins": {"allowed_paths": ["x"], "forbidden_paths": []}, "files": ["x"], "context": {},
-        "acceptance": {"required_evidence": ["patch.diff"]}, "retention_class": "routine"})
-    evidence_stmt = sign(common, submitter, "evidence.registered", {
-        "task_id": task_id, "evidence_type": "patch.diff", "media_type": "text/x-diff",
-        "sha256": hashlib.sha256(diff).hexdigest(), "size": len(diff)})
+    task = json.loads(pathlib.Path(args.task).read_text())
+    task["task_id"] = task_id
+    task_stmt = sign(common, submitter, "task.registered", doc(task))
+    root = pathlib.Path(args.artifacts)
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    artifacts = [(p.relative_to(root).as_posix(), p.read_bytes()) for p in files]
 
     if args.dry_run:
-        print(f"stubs OK; submitter key {public_bytes(submitter).hex()}; task {task_id}")
-        print(task_stmt)
+        print(f"stubs OK; submitter key {public_bytes(submitter).hex()}; task {task_id}; "
+              f"{len(artifacts)} artifacts")
         return
 
     import grpc
 
     channel = grpc.insecure_channel(args.server)
-    keys = grpc_domain.KeysStub(channel)
-    tasks = grpc_domain.TasksStub(channel)
-    evidence = grpc_domain.EvidenceStub(channel)
-    submissions = grpc_domain.SubmissionsStub(channel)
-    verdicts = grpc_domain.VerdictsStub(channel)
-    log = grpc_ledger.LedgerStub(channel)
+    keys = m["domain_grpc"].KeysStub(channel)
+    tasks = m["domain_grpc"].TasksStub(channel)
+    evidence = m["domain_grpc"].EvidenceStub(channel)
+    submissions = m["domain_grpc"].SubmissionsStub(channel)
+    verdicts = m["domain_grpc"].VerdictsStub(channel)
+    log = m["ledger_grpc"].LedgerStub(channel)
 
-    if key_stmt is not None:
-        print("key registered at seq", keys.RegisterKey(key_stmt).seq)
-    print("task registered at seq", tasks.RegisterTask(task_stmt).seq)
+    if args.admin_key:
+        admin = load_key(args.admin_key)
+        stmt = sign(common, admin, "key.registered",
+                    doc({"public_key": public_bytes(submitter).hex(), "roles": ["submitter"],
+                         "label": "python example"}))
+        print("submitter key registered at seq", keys.RegisterKey(stmt).seq)
+    print("task", task_id, "registered at seq", tasks.RegisterTask(task_stmt).seq)
 
-    def upload():  # first message: header with the signed statement, then chunks
-        yield pb.UploadEvidenceRequest(header=pb.UploadHeader(statement=evidence_stmt))
-        for i in range(0, len(diff), 1 << 20):
-            yield pb.UploadEvidenceRequest(chunk=diff[i:i + (1 << 20)])
+    oids = []
+    submit_doc = None
+    for name, content in artifacts:
+        if name == "submit.json":
+            submit_doc = json.loads(content)
+            submit_doc["task_id"] = task_id
+            content = doc(submit_doc)
+        stmt = sign(common, submitter, "evidence.registered", doc({
+            "task_id": task_id, "evidence_type": evidence_type(name), "media_type": media_type(name),
+            "sha256": hashlib.sha256(content).hexdigest(), "size": len(content), "name": name}))
 
-    oid = evidence.Upload(upload()).oid
-    print("evidence OID", oid)
+        def upload(stmt=stmt, content=content):  # header first, then chunks
+            yield pb.UploadEvidenceRequest(header=pb.UploadHeader(statement=stmt))
+            for i in range(0, len(content), UPLOAD_CHUNK):
+                yield pb.UploadEvidenceRequest(chunk=content[i:i + UPLOAD_CHUNK])
 
-    submit_stmt = sign(common, submitter, "submission.received", {
-        "schema": "scc.submit.v1", "task_id": task_id, "artifacts": {"patch.diff": oid}})
-    response = submissions.Submit(pb.SubmitRequest(statement=submit_stmt, wait_for_verdict=True))
+        receipt = evidence.Upload(upload())
+        oids.append(receipt.oid)
+        print(f"evidence {name}: OID {receipt.oid} at seq {receipt.receipt.seq}")
+    if submit_doc is None:
+        sys.exit("the artifacts directory has no submit.json")
+
+    submit_doc["evidence_oids"] = oids
+    stmt = sign(common, submitter, "submission.received", doc(submit_doc))
+    response = submissions.Submit(pb.SubmitRequest(statement=stmt, wait_for_verdict=True))
     print("submitted at seq", response.receipt.seq)
 
     verdict = verdicts.GetVerdict(pb.GetVerdictRequest(task_id=task_id))
-    print("verdict:", pb.VerdictStatus.Name(verdict.status), verdict.reason_code)
+    status = pb.VerdictStatus.Name(verdict.status).removeprefix("VERDICT_STATUS_")
+    print("verdict:", status, verdict.reason_code)
+    proof_ok = False
     if verdict.verdict_seq:
-        proof = log.GetInclusionProof(ledger.GetInclusionProofRequest(seq=verdict.verdict_seq))
-        print(f"verdict event {proof.leaf_index} is in tree {proof.tree_size}, "
-              f"root {proof.root_hash.hex()}, {len(proof.proof)} proof hashes")
+        cp = log.GetCheckpoint(ledger.GetCheckpointRequest())
+        size, root_hash = open_checkpoint(cp.note, cp.verifier_key)
+        proof = log.GetInclusionProof(ledger.GetInclusionProofRequest(seq=verdict.verdict_seq, tree_size=size))
+        event = log.GetEvent(ledger.GetEventRequest(seq=verdict.verdict_seq))
+        proof_ok = verify_inclusion(leaf_hash(event.canonical), proof.leaf_index, proof.tree_size,
+                                    list(proof.proof), root_hash)
+        print(f"verdict event {proof.leaf_index} is in the signed tree of {size}: "
+              f"{'verified' if proof_ok else 'NOT verified'}")
+    print(json.dumps({"task_id": task_id, "status": status, "reason_code": verdict.reason_code,
+                      "proof_verified": proof_ok}))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 //! read_token = "s3cret"           # reads need `authorization: Bearer s3cret`
 //! auto_verify = true              # the ledger key runs the verdict engine
 //! origin = "docket.example/prod"  # checkpoint origin when initialising
+//! shutdown_grace_secs = 10        # then open connections are cut
 //! ```
 
 use std::net::SocketAddr;
@@ -61,6 +62,10 @@ pub struct ServeArgs {
     /// Checkpoint origin used when initialising an empty data directory.
     #[arg(long, env = "DOCKET_ORIGIN")]
     pub origin: Option<String>,
+    /// On shutdown, how long in-flight calls and open connections get to
+    /// finish before they are cut (seconds).
+    #[arg(long, env = "DOCKET_SHUTDOWN_GRACE_SECS")]
+    pub shutdown_grace_secs: Option<u64>,
 }
 
 /// The optional configuration file.
@@ -76,6 +81,7 @@ pub struct ConfigFile {
     pub read_token: Option<String>,
     pub auto_verify: Option<bool>,
     pub origin: Option<String>,
+    pub shutdown_grace_secs: Option<u64>,
 }
 
 impl ConfigFile {
@@ -113,6 +119,8 @@ pub struct ServeOptions {
     pub read_token: Option<String>,
     pub auto_verify: bool,
     pub origin: Option<String>,
+    /// How long graceful shutdown waits for in-flight calls and connections.
+    pub shutdown_grace: std::time::Duration,
 }
 
 impl ServeOptions {
@@ -127,6 +135,7 @@ impl ServeOptions {
             read_token: None,
             auto_verify: true,
             origin: None,
+            shutdown_grace: std::time::Duration::from_secs(10),
         }
     }
 
@@ -165,6 +174,9 @@ impl ServeOptions {
             o.auto_verify = v;
         }
         o.origin = args.origin.clone().or(file.origin);
+        if let Some(v) = args.shutdown_grace_secs.or(file.shutdown_grace_secs) {
+            o.shutdown_grace = std::time::Duration::from_secs(v);
+        }
         o.validate()?;
         Ok(o)
     }
@@ -214,6 +226,7 @@ mod tests {
             read_token: None,
             auto_verify: None,
             origin: None,
+            shutdown_grace_secs: None,
         }
     }
 

@@ -121,6 +121,13 @@ pub fn as_of(a: Option<&pb::AsOf>) -> Result<docket_ledger::domain::AsOf, Status
     }
 }
 
+/// Raw bytes of a value whose text form is hex (a hex string, or the
+/// domain's 32-byte hex newtypes); empty when it is not hex.
+#[must_use]
+pub fn raw(v: &impl std::fmt::Display) -> Vec<u8> {
+    unhex(&v.to_string())
+}
+
 /// Raw bytes of a hex string (empty when it is not hex).
 #[must_use]
 pub fn unhex(s: &str) -> Vec<u8> {

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::convert::{self, ms_i64, unhex};
+use super::convert::{self, ms_i64, raw};
 use super::ledger_svc::stopped;
 use super::shared::Shared;
 use super::status;
@@ -91,7 +91,7 @@ pub fn task_verdict(
         status: status_enum(task.status),
         submissions: u32::try_from(task.submissions.len()).unwrap_or(u32::MAX),
         latest_submission_seq: task.latest_submission().map_or(0, |s| s.seq),
-        state_digest: unhex(&task.state_digest),
+        state_digest: raw(&task.state_digest),
         as_of_seq,
         ..Default::default()
     };
@@ -100,7 +100,7 @@ pub fn task_verdict(
         out.reason_code = v.reason_code.clone().unwrap_or_default();
         out.fail_class = v.fail_class.clone().unwrap_or_default();
         out.verdict_seq = v.seq;
-        out.verifier_public_key = unhex(&v.by);
+        out.verifier_public_key = raw(&v.by);
         out.issued_at_unix_ms = ms_i64(v.at_ms);
         out.evidence_oids.clone_from(&v.evidence_oids);
     }
@@ -116,20 +116,20 @@ pub fn task_verdict(
             passed: c.passed,
             details_json,
             seq: c.seq,
-            verifier_public_key: unhex(&c.by),
+            verifier_public_key: raw(&c.by),
         });
     }
     for a in task.approvals.values() {
         out.approvals.push(pb::Approval {
             request_seq: a.request_seq,
             state: approval_enum(a.state_at(clock)),
-            requested_by: unhex(&a.requested_by),
+            requested_by: raw(&a.requested_by),
             actor: a.actor.clone(),
             scope: a.scope.clone(),
             mutation_mode: a.mutation_mode.clone(),
             expires_at_unix_ms: a.expires_at_ms.unwrap_or(0),
             decided_seq: a.decided_seq.unwrap_or(0),
-            decided_by: a.decided_by.as_deref().map(unhex).unwrap_or_default(),
+            decided_by: a.decided_by.as_ref().map(raw).unwrap_or_default(),
         });
     }
     if history {
@@ -138,11 +138,11 @@ pub fn task_verdict(
             .iter()
             .map(|h| pb::VerdictChange {
                 seq: h.seq,
-                kind: h.kind.clone(),
+                kind: h.kind.to_string(),
                 status: status_enum(h.status),
                 reason_code: h.reason_code.clone().unwrap_or_default(),
-                before_digest: h.before.as_deref().map(unhex).unwrap_or_default(),
-                after_digest: unhex(&h.after),
+                before_digest: h.before.as_ref().map(raw).unwrap_or_default(),
+                after_digest: raw(&h.after),
                 at_unix_ms: ms_i64(h.at_ms),
             })
             .collect();
@@ -181,7 +181,7 @@ fn evidence_info(v: &EvidenceView) -> pb::EvidenceInfo {
         task_id: r.task_id.clone(),
         evidence_type: r.evidence_type.clone(),
         media_type: r.media_type.clone(),
-        sha256: unhex(&r.sha256),
+        sha256: raw(&r.sha256),
         size: r.size,
         retention_class: r.retention_class.clone(),
         pinned: r.pinned,
@@ -197,7 +197,7 @@ fn evidence_info(v: &EvidenceView) -> pb::EvidenceInfo {
             seq: m.seq,
             at_unix_ms: ms_i64(m.at_ms),
             reason: m.reason.clone(),
-            redacted_sha256: m.redacted_sha256.as_deref().map(unhex).unwrap_or_default(),
+            redacted_sha256: m.redacted_sha256.as_ref().map(raw).unwrap_or_default(),
             redacted_size: m.redacted_size.unwrap_or(0),
         }),
     }
@@ -205,7 +205,7 @@ fn evidence_info(v: &EvidenceView) -> pb::EvidenceInfo {
 
 fn evidence_receipt(r: &docket_ledger::domain::service::EvidenceReceipt) -> pb::EvidenceReceipt {
     pb::EvidenceReceipt {
-        sha256: unhex(&r.sha256),
+        sha256: raw(&r.sha256),
         size: r.size,
         blob_already_present: r.blob_already_present,
         oid: r.oid.clone(),
@@ -296,7 +296,7 @@ impl DomainService {
     async fn current_verdict(&self, task_id: String) -> Result<pb::TaskVerdict, Status> {
         self.shared
             .read(move |d| {
-                let key = task_key(&task_id);
+                let key = task_key(&task_id).to_string();
                 let found = d.with_state(AsOf::Latest, |s| {
                     s.domain
                         .verdicts
@@ -367,7 +367,7 @@ impl pb::tasks_server::Tasks for DomainService {
             task_id: view.state.task_id.clone(),
             contract_json: view.contract_bytes,
             registered_seq: view.state.contract.seq,
-            registered_by: unhex(&view.state.contract.registered_by),
+            registered_by: raw(&view.state.contract.registered_by),
             registered_at_unix_ms: ms_i64(view.state.contract.registered_at_ms),
             retention_class: view.state.contract.retention_class.clone(),
         }))
@@ -659,7 +659,7 @@ impl pb::verdicts_server::Verdicts for DomainService {
         let v = self
             .shared
             .read(move |d| {
-                let key = task_key(&req.task_id);
+                let key = task_key(&req.task_id).to_string();
                 let found = d.with_state(as_of, |s| {
                     s.domain
                         .verdicts
@@ -748,7 +748,11 @@ impl pb::verdicts_server::Verdicts for DomainService {
     ) -> Result<Response<Self::WatchVerdictsStream>, Status> {
         self.shared().check_read(&request)?;
         let req = request.into_inner();
-        let filter: Vec<String> = req.task_ids.iter().map(|t| task_key(t)).collect();
+        let filter: Vec<String> = req
+            .task_ids
+            .iter()
+            .map(|t| task_key(t).to_string())
+            .collect();
         let len = *self.shared.len.borrow();
         let start = if req.from_seq == 0 {
             len
@@ -768,7 +772,9 @@ fn event_task(event: &Event) -> Option<String> {
         return None;
     }
     let doc: serde_json::Value = serde_json::from_slice(&event.payload).ok()?;
-    doc.get("task_id")?.as_str().map(task_key)
+    doc.get("task_id")?
+        .as_str()
+        .map(|t| task_key(t).to_string())
 }
 
 /// Folds the log from `start`, live, and sends each change of a watched

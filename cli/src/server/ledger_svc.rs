@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use docket_ledger::LedgerError;
 use docket_proto::v1 as pb;
 use docket_proto::v1::ledger_server::Ledger as LedgerRpc;
 use tokio::sync::mpsc;
@@ -145,16 +146,13 @@ impl LedgerRpc for LedgerService {
         let len = self.shared.ledger.len();
         let size = if tree_size == 0 { len } else { tree_size };
         if size > len {
-            return Err(status::out_of_range(
-                format!("tree size {size} is beyond the head (the log has {len} events)"),
-                exit::MISSING,
-            ));
+            return Err(beyond_head(size, len));
         }
         if seq >= size {
-            return Err(status::out_of_range(
-                format!("leaf index {seq} is not below tree size {size}"),
-                exit::INVALID,
-            ));
+            return Err(status::out_of_range_from(&LedgerError::Invalid {
+                what: "inclusion proof".into(),
+                violations: vec![format!("leaf index {seq} is not below tree size {size}")],
+            }));
         }
         let (proof, leaf, root) = self
             .shared
@@ -184,16 +182,13 @@ impl LedgerRpc for LedgerService {
         let len = self.shared.ledger.len();
         let new = if new_size == 0 { len } else { new_size };
         if new > len {
-            return Err(status::out_of_range(
-                format!("tree size {new} is beyond the head (the log has {len} events)"),
-                exit::MISSING,
-            ));
+            return Err(beyond_head(new, len));
         }
         if old_size > new {
-            return Err(status::out_of_range(
-                format!("old size {old_size} is above new size {new}"),
-                exit::INVALID,
-            ));
+            return Err(status::out_of_range_from(&LedgerError::Invalid {
+                what: "consistency proof".into(),
+                violations: vec![format!("old size {old_size} is above new size {new}")],
+            }));
         }
         let (proof, old_root, new_root) = self
             .shared
@@ -213,6 +208,14 @@ impl LedgerRpc for LedgerService {
             proof: proof.iter().map(|h| h.to_vec()).collect(),
         }))
     }
+}
+
+/// A tree size beyond the head: `OUT_OF_RANGE`, worded (and exiting) as
+/// the embedded ledger's `NotFound`.
+fn beyond_head(size: u64, len: u64) -> Status {
+    status::out_of_range_from(&LedgerError::NotFound {
+        what: format!("tree size {size} (the log has {len} events)"),
+    })
 }
 
 /// One entry of an `AppendStream` pipeline, in request order.

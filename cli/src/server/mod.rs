@@ -85,6 +85,7 @@ pub struct RunningServer {
     task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
     docket: Docket,
     health: tonic_health::server::HealthReporter,
+    grace: std::time::Duration,
 }
 
 impl RunningServer {
@@ -105,14 +106,26 @@ impl RunningServer {
 
     /// Graceful shutdown: health turns NOT_SERVING, live streams end with
     /// UNAVAILABLE (clients resume by sequence), no new connection is
-    /// accepted, in-flight calls finish, then the ledger drains its queue,
-    /// writes snapshots and closes.
-    pub async fn shutdown(self) -> Result<()> {
+    /// accepted, in-flight calls finish (connections still open after the
+    /// grace period are cut; appends already handed to the ledger still
+    /// complete), then the ledger drains its queue, writes snapshots and
+    /// closes.
+    pub async fn shutdown(mut self) -> Result<()> {
         self.health
             .set_service_status("", tonic_health::ServingStatus::NotServing)
             .await;
         let _ = self.shutdown_tx.send(true);
-        let served = self.task.await.context("the server task panicked")?;
+        let served = match tokio::time::timeout(self.grace, &mut self.task).await {
+            Ok(joined) => joined.context("the server task panicked")?,
+            Err(_) => {
+                tracing::warn!(
+                    "connections still open after {:?}; closing them",
+                    self.grace
+                );
+                self.task.abort();
+                Ok(())
+            }
+        };
         let docket = self.docket;
         tokio::task::spawn_blocking(move || docket.close())
             .await
@@ -235,6 +248,7 @@ pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
         task,
         docket,
         health,
+        grace: opts.shutdown_grace,
     })
 }
 

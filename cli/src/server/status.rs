@@ -98,6 +98,16 @@ pub fn out_of_range(message: impl Into<String>, exit_code: u8) -> Status {
     with_exit_code(Status::out_of_range(message.into()), exit_code)
 }
 
+/// `OUT_OF_RANGE` carrying a ledger error's message and exit code (a
+/// request for a leaf or tree size the log does not have).
+#[must_use]
+pub fn out_of_range_from(e: &LedgerError) -> Status {
+    with_exit_code(
+        Status::out_of_range(e.to_string()),
+        exit::for_ledger_error(e),
+    )
+}
+
 /// The server is shutting down or the ledger stopped: `UNAVAILABLE`.
 #[must_use]
 pub fn unavailable(message: impl Into<String>) -> Status {

@@ -6,6 +6,7 @@
 #[path = "domain_support/mod.rs"]
 mod domain_support;
 
+#[allow(unused_imports)] // reason: each test file uses a different subset
 pub use domain_support::{TASK, evidence_payload, sha_hex, sign, submit_json, task_json};
 
 use docket_ledger::domain::oid;

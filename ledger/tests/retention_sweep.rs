@@ -158,8 +158,16 @@ fn sweep_appends_events_first_then_deletes_and_replay_still_verifies() {
     assert_eq!(env.docket.ledger().len(), before);
     assert!(env.blob_present(b"routine content"));
 
+    let state_before = env.docket.ledger().state().clone();
     let report = env.sweep(now);
     let sweep_seq = report.sweep_receipt.as_ref().unwrap().seq;
+    // History is untouched: the state as of the last event before the
+    // sweep, folded again from the log, equals the state we had then.
+    let as_of_before = env
+        .docket
+        .with_state(AsOf::Seq(sweep_seq - 1), Clone::clone)
+        .unwrap();
+    assert_eq!(as_of_before, state_before);
     assert_eq!(report.expired.len(), 1);
     assert_eq!((report.kept_pinned, report.kept_within_class), (1, 1));
     let expiry_seq = report.expired[0].receipt.as_ref().unwrap().seq;

@@ -205,6 +205,15 @@ fn sweep_appends_events_first_then_deletes_and_replay_still_verifies() {
     assert_eq!(st.upcoming[0].oid, b);
     assert_eq!(st.pending_deletion.blobs, 0);
     assert_eq!(st.sweeps, 1);
+    let policy = env
+        .docket
+        .retention_policy_json(AsOf::Latest)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&policy).unwrap()["allow_future_sweeps"],
+        json!(true)
+    );
     env.replay_clean();
     // State, reopened from snapshots, equals the live state.
     let live = env.docket.ledger().state().clone();

@@ -758,6 +758,15 @@ impl Docket {
         Ok((view, reader))
     }
 
+    /// The exact payload bytes of the `retention.policy_set` event in force
+    /// as of `as_of` (None: the built-in default applies). For
+    /// `RetentionStatus.policy_json`.
+    pub fn retention_policy_json(&self, as_of: AsOf) -> Result<Option<Vec<u8>>> {
+        let seq = self.with_state(as_of, |s| s.retention.policy.as_ref().map(|p| p.seq))?;
+        seq.map(|q| self.ledger().event(q).map(|e| e.payload))
+            .transpose()
+    }
+
     /// The retention summary as of a point in history, at `now_ms` (default:
     /// the ledger clock for the latest state, the point's time for history),
     /// listing at most `limit` entries per list. For the latest state it

@@ -282,5 +282,75 @@ fn evidence_deleted_without_a_retention_event_is_reported_missing() {
 // removal events are carried, their content absent, a redaction's redacted
 // content present.
 #[test]
-#[ignore = "retention events are not implemented yet"]
-fn export_after_retention_sweeps_and_redactions_audits_clean() {}
+fn export_after_retention_sweeps_and_redactions_audits_clean() {
+    let fx = Fixture::with_options(DocketOptions {
+        auto_verify: false,
+        ..Default::default()
+    });
+    let sub = fx.key(&[Role::Submitter]);
+    let cust = fx.key(&[Role::Custodian]);
+    fx.append("task.registered", &task_json(TASK, &[]), &fx.admin)
+        .unwrap();
+    fx.append(
+        "retention.policy_set",
+        &serde_json::json!({"routine_days": 30, "high_impact_days": 180, "allow_future_sweeps": true}),
+        &fx.admin,
+    )
+    .unwrap();
+    // A secret-bearing log (to redact), the same bytes under a second name
+    // (deduplicated: one blob, two OIDs), a pinned copy that outlives the
+    // sweep, and a patch that simply expires.
+    let secret = b"Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345\nEXIT_CODE=0\n".to_vec();
+    let shared = b"shared content\n".to_vec();
+    let redact_me = fx.evidence(TASK, "selftest.log", &secret, &sub);
+    let expires = fx.evidence(TASK, "evidence/a.log", &shared, &sub);
+    let pinned = fx.evidence(TASK, "evidence/b.log", &shared, &sub);
+    let patch = fx.evidence(TASK, "patch.diff", b"--- a/x\n+++ b/x\n", &sub);
+    fx.append(
+        "retention.pinned",
+        &serde_json::json!({"oid": pinned, "reason": "compliance hold"}),
+        &cust,
+    )
+    .unwrap();
+    fx.docket
+        .redact_content(
+            &redact_me,
+            b"Authorization: Bearer ***\nEXIT_CODE=0\n",
+            "token in log",
+            Vec::new(),
+            &cust,
+        )
+        .unwrap();
+    let now = fx.docket.ledger_clock_ms() + 31 * 86_400_000;
+    let report = fx.docket.sweep(now, false, &cust).unwrap();
+    let _ = report;
+    for (oid, live) in [(&expires, false), (&patch, false), (&pinned, true)] {
+        let state = fx.docket.evidence(oid).unwrap().record.state;
+        assert_eq!(
+            state == docket_ledger::domain::OidState::Live,
+            live,
+            "{oid}: {state:?}"
+        );
+    }
+    let ledger = fx.docket.ledger();
+    for opts in [
+        ExportOptions {
+            with_blobs: true,
+            ..Default::default()
+        },
+        ExportOptions {
+            tasks: vec![TASK.into()],
+            with_blobs: true,
+            ..Default::default()
+        },
+    ] {
+        let files = build(ledger, &opts);
+        let r = audit(&files, Some(ledger.note_verifier().unwrap()));
+        assert_clean(&r);
+        // The pinned copy's content (shared with an expired OID) is carried;
+        // the expired patch's content is not.
+        assert!(files.contains_key(&format!("blobs/{}", sha_hex(&shared))));
+        assert!(!files.contains_key(&format!("blobs/{}", sha_hex(b"--- a/x\n+++ b/x\n"))));
+        assert!(!files.contains_key(&format!("blobs/{}", sha_hex(&secret))));
+    }
+}

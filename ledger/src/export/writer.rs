@@ -543,11 +543,15 @@ pub fn expected_blobs(oids: &OidRegistry) -> BTreeSet<BlobDigest> {
 }
 
 /// Blob digests whose content the OIDs' retention removed (must be absent).
+/// Content is deduplicated by digest, so a digest another OID still needs
+/// (live, or as its redacted content) is not removed.
 pub fn removed_blobs(oids: &OidRegistry) -> BTreeMap<BlobDigest, u64> {
+    let still_needed = expected_blobs(oids);
     oids.oids
         .values()
         .filter(|r| r.state != OidState::Live)
         .filter_map(|r| Some((format::parse_hash(&r.sha256)?, r.removal.as_ref()?.seq)))
+        .filter(|(d, _)| !still_needed.contains(d))
         .collect()
 }
 

@@ -1360,3 +1360,202 @@ fn python_client_with_only_the_proto_submits_and_reads_a_verdict() {
     assert_eq!(v["proof_verified"], true, "{stdout}");
     assert_eq!(serve.terminate(), 0);
 }
+
+// ------------------------------------------------------------ retention, export
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_and_export_rpcs_succeed() {
+    use docket_proto::v1::export_client::ExportClient;
+    use docket_proto::v1::retention_client::RetentionClient;
+
+    let t = TestServer::start().await;
+    let ch = t.channel().await;
+    let submitter = register_key(&ch, &t.admin, &["submitter"]).await;
+    let custodian = register_key(&ch, &t.admin, &["custodian"]).await;
+    let task_id = new_task_id();
+    TasksClient::new(ch.clone())
+        .register_task(sign(
+            "task.registered",
+            &task_contract(&task_id),
+            &submitter,
+        ))
+        .await
+        .expect("task");
+    let (oids, _) = docket_cli::client::flow::submit_artifacts(
+        ch.clone(),
+        &submitter,
+        &task_id,
+        &demo_files("pass", &task_id),
+        true,
+    )
+    .await
+    .expect("submit");
+    let mut retention = RetentionClient::new(ch.clone());
+
+    // SetPolicy, Pin, Unpin, Reclassify.
+    retention
+        .set_policy(sign(
+            "retention.policy_set",
+            &json!({"routine_days": 30, "high_impact_days": 120}),
+            &t.admin,
+        ))
+        .await
+        .expect("set policy");
+    retention
+        .pin(sign(
+            "retention.pinned",
+            &json!({"oid": oids[0], "reason": "legal hold"}),
+            &custodian,
+        ))
+        .await
+        .expect("pin");
+    retention
+        .unpin(sign(
+            "retention.unpinned",
+            &json!({"oid": oids[0]}),
+            &custodian,
+        ))
+        .await
+        .expect("unpin");
+    retention
+        .reclassify(sign(
+            "retention.reclassified",
+            &json!({"oid": oids[1], "class": "high_impact"}),
+            &custodian,
+        ))
+        .await
+        .expect("reclassify");
+    let info = EvidenceClient::new(ch.clone())
+        .get_evidence(pb::GetEvidenceRequest {
+            oid: oids[1].clone(),
+        })
+        .await
+        .expect("evidence")
+        .into_inner();
+    assert_eq!(info.retention_class, "high_impact");
+    assert!(info.expires_at_unix_ms > info.registered_at_unix_ms);
+
+    // GetStatus.
+    let status = retention
+        .get_status(pb::GetRetentionStatusRequest::default())
+        .await
+        .expect("status")
+        .into_inner();
+    assert!(!status.policy_json.is_empty());
+    let live: u64 = status.classes.iter().map(|c| c.live_count).sum();
+    assert_eq!(live, oids.len() as u64);
+
+    // Sweep (dry run: nothing is due yet, nothing appended).
+    let before = t.log_len();
+    let sweep = retention
+        .sweep(pb::SweepRequest {
+            statement: Some(sign("retention.sweep", &json!({}), &custodian)),
+            dry_run: true,
+        })
+        .await
+        .expect("sweep")
+        .into_inner();
+    assert!(sweep.dry_run && sweep.expired_oids.is_empty() && sweep.receipts.is_empty());
+    assert_eq!(t.log_len(), before);
+    // A real sweep records its statement.
+    let sweep = retention
+        .sweep(pb::SweepRequest {
+            statement: Some(sign("retention.sweep", &json!({"note": "e2e"}), &custodian)),
+            dry_run: false,
+        })
+        .await
+        .expect("sweep")
+        .into_inner();
+    assert_eq!(sweep.receipts.len(), 1);
+    assert_eq!(sweep.receipts[0].kind, "retention.sweep");
+
+    // Redact: store the redacted content, then the statement; the original
+    // is refused, the redacted version downloads with allow_redacted.
+    let report = demo_files("pass", &task_id)
+        .into_iter()
+        .find(|(n, _)| n == "report.md")
+        .expect("report.md")
+        .1;
+    let report_oid = {
+        let names = demo_files("pass", &task_id);
+        let i = names
+            .iter()
+            .position(|(n, _)| n == "report.md")
+            .expect("report.md");
+        oids[i].clone()
+    };
+    let redacted = b"# Report\n[REDACTED]\n".to_vec();
+    upload_raw(&ch, &redacted).await;
+    retention
+        .redact(sign(
+            "retention.redacted",
+            &json!({
+                "oid": report_oid,
+                "original_sha256": hex::encode(Sha256::digest(&report)),
+                "redacted_sha256": hex::encode(Sha256::digest(&redacted)),
+                "redacted_size": redacted.len(),
+                "reason": "personal data",
+            }),
+            &custodian,
+        ))
+        .await
+        .expect("redact");
+    let mut evidence = EvidenceClient::new(ch.clone());
+    let refused = evidence
+        .download(pb::DownloadEvidenceRequest {
+            oid: report_oid.clone(),
+            allow_redacted: false,
+        })
+        .await
+        .expect_err("the original is gone");
+    assert_eq!(refused.code(), Code::FailedPrecondition);
+    let mut dl = evidence
+        .download(pb::DownloadEvidenceRequest {
+            oid: report_oid.clone(),
+            allow_redacted: true,
+        })
+        .await
+        .expect("redacted download")
+        .into_inner();
+    let mut got = Vec::new();
+    while let Some(m) = dl.message().await.expect("chunk") {
+        if let Some(pb::download_evidence_response::Part::Chunk(c)) = m.part {
+            got.extend(c);
+        }
+    }
+    assert_eq!(got, redacted);
+
+    // Export the task's verdict chain; the streamed files audit clean
+    // against the ledger's verifier key.
+    let cp = checkpoint(&ch).await;
+    let out = t.dir.path().join("bundle");
+    let files = docket_cli::server::demo::download_export(ch.clone(), &task_id, &out)
+        .await
+        .expect("export");
+    assert!(files >= 3, "{files} files");
+    assert!(out.join("manifest.json").exists());
+    assert!(docket_cli::server::demo::audit_dir(&out, &cp.verifier_key).expect("audit"));
+    // The last chunk of each file carries its SHA-256; the manifest comes last.
+    let mut stream = ExportClient::new(ch.clone())
+        .export_bundle(pb::ExportRequest::default())
+        .await
+        .expect("whole-log export")
+        .into_inner();
+    let mut last_path = String::new();
+    while let Some(c) = stream.message().await.expect("chunk") {
+        if c.last {
+            assert_eq!(c.sha256.len(), 32);
+        }
+        last_path = c.path;
+    }
+    assert_eq!(last_path, "manifest.json");
+    let bad = ExportClient::new(ch)
+        .export_bundle(pb::ExportRequest {
+            format: "zip".into(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("unknown format");
+    assert_eq!(bad.code(), Code::InvalidArgument);
+    t.server.shutdown().await.expect("shutdown");
+}

@@ -116,6 +116,27 @@ fn verdict_summary(v: &pb::TaskVerdict) -> serde_json::Value {
     })
 }
 
+fn describe(v: &serde_json::Value) -> String {
+    let mut s = v["status"].as_str().unwrap_or("?").to_string();
+    if let Some(rc) = v["reason_code"].as_str().filter(|r| !r.is_empty()) {
+        s += &format!(" {rc}");
+    }
+    if let Some(fc) = v["fail_class"].as_str().filter(|r| !r.is_empty()) {
+        s += &format!(" ({fc})");
+    }
+    let failed: Vec<&str> = v["failed_checks"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|c| c.as_str()).collect())
+        .unwrap_or_default();
+    if !failed.is_empty() {
+        s += &format!("; failed checks: {}", failed.join(", "));
+    }
+    s + &format!(
+        "; verdict event at seq {} for the submission at seq {}",
+        v["verdict_seq"], v["submission_seq"]
+    )
+}
+
 async fn register(
     channel: Channel,
     admin: &SigningKey,
@@ -138,7 +159,12 @@ async fn register(
 
 /// Runs the whole story against `url` with the admin key; prints as it goes
 /// unless `quiet`.
-pub async fn story(url: &str, admin: &SigningKey, say: &dyn Fn(&str)) -> Result<DemoReport> {
+pub async fn story(
+    url: &str,
+    admin: &SigningKey,
+    bundle_dir: &Path,
+    say: &dyn Fn(&str),
+) -> Result<DemoReport> {
     let ch = channel(url).await?;
     let task = task_id()?;
     let mut report = DemoReport {
@@ -169,10 +195,10 @@ pub async fn story(url: &str, admin: &SigningKey, say: &dyn Fn(&str)) -> Result<
     let v = resp.verdict.context("the server returned the verdict")?;
     let summary = verdict_summary(&v);
     say(&format!(
-        "   {} evidence OIDs ({}…); auto-verify says {}",
+        "   {} evidence OIDs ({}, …); the ledger's verifier says: {}",
         oids.len(),
         oids.first().map(String::as_str).unwrap_or(""),
-        summary
+        describe(&summary)
     ));
     report.fail_verdict = Some(summary);
 
@@ -181,7 +207,10 @@ pub async fn story(url: &str, admin: &SigningKey, say: &dyn Fn(&str)) -> Result<
         flow::submit_artifacts(ch.clone(), &submitter, &task, &files(PASS_FILES), true).await?;
     let v = resp.verdict.context("the server returned the verdict")?;
     let summary = verdict_summary(&v);
-    say(&format!("   auto-verify says {summary}"));
+    say(&format!(
+        "   the ledger's verifier says: {}",
+        describe(&summary)
+    ));
     report.pass_verdict = Some(summary);
     let verdict_seq = v.verdict_seq;
 
@@ -195,6 +224,7 @@ pub async fn story(url: &str, admin: &SigningKey, say: &dyn Fn(&str)) -> Result<
         .await
         .map_err(|s| status_error(&s))?
         .into_inner();
+    let mut checks = 0;
     for h in &full.history {
         let status = pb::VerdictStatus::try_from(h.status)
             .map(|s| {
@@ -203,17 +233,25 @@ pub async fn story(url: &str, admin: &SigningKey, say: &dyn Fn(&str)) -> Result<
                     .to_string()
             })
             .unwrap_or_default();
+        report.history.push(json!({
+            "seq": h.seq, "kind": h.kind, "status": status, "reason_code": h.reason_code,
+        }));
+        if h.kind == "check.recorded" {
+            checks += 1;
+            continue;
+        }
+        if checks > 0 {
+            say(&format!("   ... {checks} check.recorded events"));
+            checks = 0;
+        }
         say(&format!(
-            "   seq {:>3} {:<20} -> {:<7} {} (digest {}…)",
+            "   seq {:>3} {:<20} -> {:<7} {} (state digest {}…)",
             h.seq,
             h.kind,
             status,
             h.reason_code,
             &hex::encode(&h.after_digest)[..12]
         ));
-        report.history.push(json!({
-            "seq": h.seq, "kind": h.kind, "status": status, "reason_code": h.reason_code,
-        }));
     }
 
     say("6. Prove the PASS verdict is in the log the ledger signed.");
@@ -250,7 +288,7 @@ pub async fn story(url: &str, admin: &SigningKey, say: &dyn Fn(&str)) -> Result<
     ));
 
     say("7. Export the task's verdict chain and audit it offline.");
-    match export_and_audit(ch, &task, &cp.verifier_key).await {
+    match export_and_audit(ch, &task, &cp.verifier_key, bundle_dir).await {
         Ok((path, ok)) => {
             say(&format!(
                 "   bundle written to {}; audit: {}",
@@ -292,14 +330,17 @@ fn verify_locally(cp: &pb::Checkpoint, proof: &pb::InclusionProof, event: &[u8])
         .is_ok())
 }
 
-/// Streams an export of one task into a temporary directory and audits it
-/// with the offline auditor.
-async fn export_and_audit(ch: Channel, task: &str, vkey: &str) -> Result<(PathBuf, bool)> {
-    let dir = std::env::temp_dir().join(format!("docket-demo-export-{}", std::process::id()));
-    let written = download_export(ch, task, &dir).await?;
-    let ok = crate::server::demo::audit_dir(&dir, vkey)?;
-    let _ = written;
-    Ok((dir, ok))
+/// Streams an export of one task into `dir` and audits it with the
+/// offline auditor against the checkpoint's verifier key.
+async fn export_and_audit(
+    ch: Channel,
+    task: &str,
+    vkey: &str,
+    dir: &Path,
+) -> Result<(PathBuf, bool)> {
+    download_export(ch, task, dir).await?;
+    let ok = audit_dir(dir, vkey)?;
+    Ok((dir.to_path_buf(), ok))
 }
 
 /// Writes every chunk of `Export.ExportBundle` under `dir`; returns the
@@ -344,13 +385,16 @@ pub async fn download_export(ch: Channel, task: &str, dir: &Path) -> Result<usiz
 }
 
 /// Audits a bundle directory offline against a trusted verifier key.
-/// (Wired to the offline auditor once it is part of the ledger crate.)
-pub fn audit_dir(_dir: &Path, _vkey: &str) -> Result<bool> {
-    Err(CliError::new(
-        exit::UNEXPECTED,
-        "the offline auditor is not part of this build yet",
-    )
-    .into())
+pub fn audit_dir(dir: &Path, vkey: &str) -> Result<bool> {
+    let options = docket_ledger::export::AuditOptions {
+        trusted_key: Some(NoteVerifier::parse(vkey)?),
+        ..Default::default()
+    };
+    let report = docket_ledger::export::audit(dir, &options, &mut |_, _, _| {});
+    for f in report.findings.iter().take(5) {
+        tracing::warn!("audit finding: {f:?}");
+    }
+    Ok(report.exit_code() == 0)
 }
 
 pub fn run(ctx: &Ctx, args: &DemoArgs) -> Result<u8> {
@@ -393,7 +437,8 @@ pub fn run(ctx: &Ctx, args: &DemoArgs) -> Result<u8> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let result = runtime.block_on(story(&url, &admin, &say));
+    let bundle_dir = data.join("demo-bundle");
+    let result = runtime.block_on(story(&url, &admin, &bundle_dir, &say));
     drop(runtime);
     server.shutdown()?;
     let mut report = result?;

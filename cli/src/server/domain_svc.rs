@@ -10,9 +10,12 @@ use docket_ledger::domain::payloads::{EvidenceRegistered, task_key};
 use docket_ledger::domain::projections::{ApprovalState, OidState, TaskState, VerdictStatus};
 use docket_ledger::domain::service::EvidenceView;
 use docket_ledger::domain::{AsOf, Docket, kinds};
+use docket_ledger::export::ExportOptions;
+use docket_ledger::retention::kinds as retention_kinds;
 use docket_ledger::{Event, LedgerError, LedgerState};
 use docket_proto::v1 as pb;
 use docket_proto::v1::upload_evidence_request::Part as UploadPart;
+use sha2::{Digest as _, Sha256};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
@@ -174,7 +177,7 @@ fn check_details(event: &Event, name: &str) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-fn evidence_info(v: &EvidenceView) -> pb::EvidenceInfo {
+fn evidence_info(v: &EvidenceView, expires_at_ms: Option<u64>) -> pb::EvidenceInfo {
     let r = &v.record;
     pb::EvidenceInfo {
         oid: v.oid.clone(),
@@ -192,7 +195,9 @@ fn evidence_info(v: &EvidenceView) -> pb::EvidenceInfo {
         },
         registered_seq: r.registered_seq,
         registered_at_unix_ms: ms_i64(r.registered_at_ms),
-        expires_at_unix_ms: 0,
+        expires_at_unix_ms: expires_at_ms
+            .filter(|_| !r.pinned && r.state == OidState::Live)
+            .map_or(0, ms_i64),
         removal: r.removal.as_ref().map(|m| pb::EvidenceRemoval {
             seq: m.seq,
             at_unix_ms: ms_i64(m.at_ms),
@@ -493,8 +498,17 @@ impl pb::evidence_server::Evidence for DomainService {
     ) -> Result<Response<pb::EvidenceInfo>, Status> {
         self.shared().check_read(&request)?;
         let oid = request.into_inner().oid;
-        let v = self.shared.read(move |d| d.evidence(&oid)).await?;
-        Ok(Response::new(evidence_info(&v)))
+        let (v, expires) = self
+            .shared
+            .read(move |d| {
+                let v = d.evidence(&oid)?;
+                let expires = d.with_state(AsOf::Latest, |s| {
+                    docket_ledger::retention::rules::expires_at(&s.retention.policy(), &v.record)
+                })?;
+                Ok((v, expires))
+            })
+            .await?;
+        Ok(Response::new(evidence_info(&v, expires)))
     }
 
     type DownloadStream = DownloadStream;
@@ -509,25 +523,16 @@ impl pb::evidence_server::Evidence for DomainService {
             .shared
             .read(move |d| match d.evidence_content(&req.oid) {
                 Err(LedgerError::FailedPrecondition(why)) if req.allow_redacted => {
-                    let view = d.evidence(&req.oid)?;
-                    let redacted = view
-                        .record
-                        .removal
-                        .as_ref()
-                        .filter(|_| view.record.state == OidState::Redacted)
-                        .and_then(|r| r.redacted_sha256.clone());
-                    let Some(h) = redacted else {
-                        return Err(LedgerError::FailedPrecondition(why));
-                    };
-                    let digest = docket_ledger::blobs::parse_digest(&h)?;
-                    let reader = d.blobs().open_verified(&digest)?;
-                    Ok((view, reader))
+                    match d.redacted_content(&req.oid) {
+                        Ok(found) => Ok(found),
+                        Err(_) => Err(LedgerError::FailedPrecondition(why)),
+                    }
                 }
                 other => other,
             })
             .await?;
         let (tx, rx) = mpsc::channel(4);
-        let info = evidence_info(&view);
+        let info = evidence_info(&view, None);
         tokio::task::spawn_blocking(move || {
             if tx
                 .blocking_send(Ok(pb::DownloadEvidenceResponse {
@@ -908,11 +913,57 @@ impl pb::approvals_server::Approvals for DomainService {
 
 // ---------------------------------------------------------------- Retention
 
-fn not_yet(what: &str) -> Status {
-    status::with_exit_code(
-        Status::unimplemented(format!("{what} is not available on this server yet")),
-        exit::UNEXPECTED,
-    )
+fn sweep_response(r: &docket_ledger::retention::SweepReport) -> pb::SweepResponse {
+    let mut receipts = Vec::new();
+    if let Some(sr) = &r.sweep_receipt {
+        receipts.push(convert::receipt(sr, retention_kinds::SWEEP));
+    }
+    receipts.extend(
+        r.expired
+            .iter()
+            .filter_map(|e| e.receipt.as_ref())
+            .map(|rc| convert::receipt(rc, retention_kinds::EXPIRED)),
+    );
+    pb::SweepResponse {
+        dry_run: r.dry_run,
+        now_unix_ms: ms_i64(r.now_ms),
+        expired_oids: r.expired.iter().map(|e| e.planned.oid.clone()).collect(),
+        bytes_freed: r.bytes_freed,
+        receipts,
+    }
+}
+
+fn retention_status(
+    s: &docket_ledger::retention::RetentionStatus,
+    policy_json: Option<Vec<u8>>,
+) -> pb::RetentionStatus {
+    pb::RetentionStatus {
+        policy_json: policy_json.unwrap_or_default(),
+        classes: s
+            .classes
+            .iter()
+            .map(|c| pb::RetentionClassStats {
+                class: c.class.clone(),
+                live_count: c.live_count,
+                live_bytes: c.live_bytes,
+                pinned_count: c.pinned_count,
+                expired_count: c.expired_count,
+                expired_bytes: c.expired_bytes,
+                redacted_count: c.redacted_count,
+            })
+            .collect(),
+        upcoming: s
+            .upcoming
+            .iter()
+            .map(|u| pb::UpcomingExpiry {
+                oid: u.oid.clone(),
+                class: u.class.clone(),
+                expires_at_unix_ms: ms_i64(u.expires_at_ms),
+                size: u.size,
+            })
+            .collect(),
+        as_of_seq: s.as_of_seq.unwrap_or(0),
+    }
 }
 
 #[tonic::async_trait]
@@ -921,53 +972,127 @@ impl pb::retention_server::Retention for DomainService {
         &self,
         request: Request<pb::SignedStatement>,
     ) -> Result<Response<pb::AppendReceipt>, Status> {
-        self.append(&request, &["retention.policy_set"]).await
+        self.append(&request, &[retention_kinds::POLICY_SET]).await
     }
 
     async fn pin(
         &self,
         request: Request<pb::SignedStatement>,
     ) -> Result<Response<pb::AppendReceipt>, Status> {
-        self.append(&request, &["retention.pinned"]).await
+        self.append(&request, &[retention_kinds::PINNED]).await
     }
 
     async fn unpin(
         &self,
         request: Request<pb::SignedStatement>,
     ) -> Result<Response<pb::AppendReceipt>, Status> {
-        self.append(&request, &["retention.unpinned"]).await
+        self.append(&request, &[retention_kinds::UNPINNED]).await
     }
 
     async fn reclassify(
         &self,
         request: Request<pb::SignedStatement>,
     ) -> Result<Response<pb::AppendReceipt>, Status> {
-        self.append(&request, &["retention.reclassified"]).await
+        self.append(&request, &[retention_kinds::RECLASSIFIED])
+            .await
     }
 
     async fn redact(
         &self,
-        _request: Request<pb::SignedStatement>,
+        request: Request<pb::SignedStatement>,
     ) -> Result<Response<pb::AppendReceipt>, Status> {
-        Err(not_yet("Retention.Redact"))
+        self.append(&request, &[retention_kinds::REDACTED]).await
     }
 
     async fn sweep(
         &self,
-        _request: Request<pb::SweepRequest>,
+        request: Request<pb::SweepRequest>,
     ) -> Result<Response<pb::SweepResponse>, Status> {
-        Err(not_yet("Retention.Sweep"))
+        let req = request.into_inner();
+        let Some(st) = req.statement.as_ref() else {
+            return Err(status::invalid(&["statement is required".into()]));
+        };
+        let st = self.shared.checked(st, &[retention_kinds::SWEEP])?;
+        let dry_run = req.dry_run;
+        let report = self
+            .shared
+            .read(move |d| d.sweep_request(st, dry_run))
+            .await
+            .inspect_err(|_| {
+                self.shared
+                    .metrics
+                    .rejected
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            })?;
+        Ok(Response::new(sweep_response(&report)))
     }
 
     async fn get_status(
         &self,
-        _request: Request<pb::GetRetentionStatusRequest>,
+        request: Request<pb::GetRetentionStatusRequest>,
     ) -> Result<Response<pb::RetentionStatus>, Status> {
-        Err(not_yet("Retention.GetStatus"))
+        self.shared().check_read(&request)?;
+        let req = request.into_inner();
+        let as_of = convert::as_of(req.as_of.as_ref())?;
+        let limit = match req.upcoming_limit {
+            0 => 20,
+            n => usize::try_from(n).unwrap_or(usize::MAX).min(10_000),
+        };
+        let (s, policy) = self
+            .shared
+            .read(move |d| {
+                Ok((
+                    d.retention_status(as_of, None, limit)?,
+                    d.retention_policy_json(as_of)?,
+                ))
+            })
+            .await?;
+        Ok(Response::new(retention_status(&s, policy)))
     }
 }
 
 // ---------------------------------------------------------------- Export
+
+/// Chunk size of export streams.
+const EXPORT_CHUNK: usize = 256 << 10;
+
+fn export_options(req: pb::ExportRequest) -> Result<ExportOptions, Status> {
+    use docket_ledger::export::{AsOf as ExportAsOf, ExportFormat};
+    let as_of = match req.as_of.and_then(|a| a.point) {
+        None => None,
+        Some(pb::as_of::Point::Seq(s)) => Some(ExportAsOf::Seq(s)),
+        Some(pb::as_of::Point::Time(t)) => {
+            match docket_ledger::domain::payloads::rfc3339_ms(&t)
+                .and_then(|ms| u64::try_from(ms).ok())
+            {
+                Some(ms) => Some(ExportAsOf::TimeMs(ms)),
+                None => {
+                    return Err(status::invalid(&[format!(
+                        "as_of.time {t:?} is not an RFC 3339 time after 1970"
+                    )]));
+                }
+            }
+        }
+    };
+    let format = match req.format.as_str() {
+        "" | "bundle" => ExportFormat::Bundle,
+        "vsa" => ExportFormat::Vsa,
+        other => {
+            return Err(status::invalid(&[format!(
+                "format {other:?} is not `bundle` or `vsa`"
+            )]));
+        }
+    };
+    Ok(ExportOptions {
+        tasks: req.task_ids,
+        from: (req.from_seq != 0).then_some(req.from_seq),
+        to: (req.to_seq != 0).then_some(req.to_seq),
+        as_of,
+        with_blobs: req.with_blobs,
+        since_note: (!req.since_checkpoint.is_empty()).then_some(req.since_checkpoint),
+        format,
+    })
+}
 
 type ExportStream = ReceiverStream<Result<pb::ExportChunk, Status>>;
 
@@ -977,8 +1102,48 @@ impl pb::export_server::Export for DomainService {
 
     async fn export_bundle(
         &self,
-        _request: Request<pb::ExportRequest>,
+        request: Request<pb::ExportRequest>,
     ) -> Result<Response<Self::ExportBundleStream>, Status> {
-        Err(not_yet("Export.ExportBundle"))
+        self.shared().check_read(&request)?;
+        let options = export_options(request.into_inner())?;
+        let docket = self.shared.docket.clone();
+        let files = tokio::task::spawn_blocking(move || {
+            docket_ledger::export::writer::build(docket.ledger(), &options)
+        })
+        .await
+        .map_err(|e| status::join_error(&e))?
+        .map_err(|e| status::export_status(&e))?
+        .0;
+        let (tx, rx) = mpsc::channel(8);
+        tokio::spawn(async move {
+            // Files in path order, the manifest last.
+            let (manifest, rest): (Vec<_>, Vec<_>) = files
+                .into_iter()
+                .partition(|(p, _)| p == docket_ledger::export::format::MANIFEST);
+            for (path, data) in rest.into_iter().chain(manifest) {
+                let digest = Sha256::digest(&data).to_vec();
+                let total = data.len();
+                let mut offset = 0;
+                loop {
+                    let end = (offset + EXPORT_CHUNK).min(total);
+                    let last = end == total;
+                    let chunk = pb::ExportChunk {
+                        path: path.clone(),
+                        offset: offset as u64,
+                        data: data[offset..end].to_vec(),
+                        last,
+                        sha256: if last { digest.clone() } else { Vec::new() },
+                    };
+                    if tx.send(Ok(chunk)).await.is_err() {
+                        return;
+                    }
+                    if last {
+                        break;
+                    }
+                    offset = end;
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
     }
 }

@@ -23,7 +23,6 @@ const TAIL_BUFFER: usize = 1024;
 pub const NEEDS_OWN_SERVICE: &[(&str, &str)] = &[
     ("retention.sweep", "Retention.Sweep"),
     ("evidence.expired", "Retention.Sweep"),
-    ("retention.redacted", "Retention.Redact"),
 ];
 
 /// Kinds whose append does more than the ledger's admission (a blob check,
@@ -32,6 +31,7 @@ pub const NEEDS_OWN_SERVICE: &[(&str, &str)] = &[
 const DOMAIN_ROUTED: &[&str] = &[
     docket_ledger::domain::kinds::EVIDENCE_REGISTERED,
     docket_ledger::domain::kinds::SUBMISSION_RECEIVED,
+    docket_ledger::retention::kinds::REDACTED,
 ];
 
 /// The `Ledger` service.

@@ -270,7 +270,7 @@ impl Shared {
     /// `evidence.registered` and `submission.received` through their disk
     /// checks and auto-verify) once it is durable.
     pub async fn append(&self, st: Statement) -> Result<Receipt, Status> {
-        self.write(move |d| d.append(st)).await
+        self.write(move |d| docket_append(d, st)).await
     }
 
     /// Appends a wire statement whose kind must be one of `kinds` (any kind
@@ -307,6 +307,17 @@ impl Shared {
             }
         }
     }
+}
+
+/// Appends one statement through the domain service, routing the kinds
+/// whose append needs the disk: evidence registrations and submissions
+/// (`Docket::append`), redactions (`Docket::redact`: the redacted content
+/// must be stored; the original is purged).
+pub fn docket_append(d: &Docket, st: Statement) -> Result<Receipt, LedgerError> {
+    if st.kind == docket_ledger::retention::kinds::REDACTED {
+        return d.redact(st).map(|o| o.receipt);
+    }
+    d.append(st)
 }
 
 /// A write's outcome that carries the receipt of its main append.

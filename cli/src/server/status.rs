@@ -58,6 +58,24 @@ pub fn to_status(e: &LedgerError) -> Status {
     with_exit_code(Status::new(code, e.to_string()), exit::for_ledger_error(e))
 }
 
+/// Converts an export error: a ledger error keeps its mapping; a bad
+/// request is `INVALID_ARGUMENT`, a missing task or empty log `NOT_FOUND`.
+#[must_use]
+pub fn export_status(e: &docket_ledger::export::ExportError) -> Status {
+    use docket_ledger::export::ExportError;
+    match e {
+        ExportError::Ledger(l) => to_status(l),
+        ExportError::Request(_) => {
+            with_exit_code(Status::invalid_argument(e.to_string()), exit::INVALID)
+        }
+        ExportError::NotFound(_) => with_exit_code(Status::not_found(e.to_string()), exit::MISSING),
+        _ => {
+            tracing::error!(error = %e, "export failed");
+            with_exit_code(Status::internal(e.to_string()), exit::UNEXPECTED)
+        }
+    }
+}
+
 /// Converts any error of the server's own plumbing: a ledger error keeps its
 /// mapping, a status passes through, anything else is `INTERNAL`.
 #[must_use]

@@ -10,7 +10,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::shared::Shared;
+use super::coalesce::Reply;
+use super::shared::{DOMAIN_ROUTED, Shared};
 use super::{convert, status};
 use crate::exit;
 
@@ -23,15 +24,6 @@ const TAIL_BUFFER: usize = 1024;
 pub const NEEDS_OWN_SERVICE: &[(&str, &str)] = &[
     ("retention.sweep", "Retention.Sweep"),
     ("evidence.expired", "Retention.Sweep"),
-];
-
-/// Kinds whose append does more than the ledger's admission (a blob check,
-/// auto-verify): `Append` runs them through the domain service exactly as
-/// `Evidence.Register` and `Submissions.Submit` do.
-const DOMAIN_ROUTED: &[&str] = &[
-    docket_ledger::domain::kinds::EVIDENCE_REGISTERED,
-    docket_ledger::domain::kinds::SUBMISSION_RECEIVED,
-    docket_ledger::retention::kinds::REDACTED,
 ];
 
 /// The `Ledger` service.
@@ -220,11 +212,11 @@ fn beyond_head(size: u64, len: u64) -> Status {
 
 /// One entry of an `AppendStream` pipeline, in request order.
 enum Pending {
-    /// Submitted to the group committer; the waiter blocks on its reply.
+    /// Queued for group commit; the waiter awaits its reply.
     Submitted {
         kind: String,
         started: Instant,
-        rx: std::sync::mpsc::Receiver<Vec<docket_ledger::Result<docket_ledger::Receipt>>>,
+        reply: Reply,
         _permit: tokio::sync::OwnedSemaphorePermit,
     },
     /// Already answered (a routed kind, or a rejection before submission).
@@ -257,8 +249,8 @@ impl LedgerService {
         let (pending_tx, mut pending_rx) = mpsc::channel::<Pending>(shared.max_inflight.max(1));
         let waiter_shared = Arc::clone(&shared);
         let waiter_out = out.clone();
-        let waiter = tokio::task::spawn_blocking(move || {
-            while let Some(p) = pending_rx.blocking_recv() {
+        let waiter = tokio::spawn(async move {
+            while let Some(p) = pending_rx.recv().await {
                 let item = match p {
                     Pending::Barrier(tx) => {
                         let _ = tx.send(());
@@ -266,16 +258,17 @@ impl LedgerService {
                     }
                     Pending::Done(item) => item,
                     Pending::Submitted {
-                        kind, started, rx, ..
+                        kind,
+                        started,
+                        reply,
+                        _permit,
                     } => {
-                        let result = match rx.recv() {
-                            Ok(mut v) => v.pop().unwrap_or_else(|| {
-                                Err(docket_ledger::LedgerError::Closed("no result".into()))
-                            }),
-                            Err(_) => Err(docket_ledger::LedgerError::Closed(
+                        let result = reply.await.unwrap_or_else(|_| {
+                            Err(LedgerError::Closed(
                                 "the ledger closed before acknowledging".into(),
-                            )),
-                        };
+                            ))
+                        });
+                        drop(_permit);
                         waiter_shared.account(result.as_ref().map_err(|_| ()), started);
                         result
                             .map(|r| convert::receipt(&r, &kind))
@@ -283,7 +276,7 @@ impl LedgerService {
                     }
                 };
                 let failed = item.is_err();
-                if waiter_out.blocking_send(item).is_err() || failed {
+                if waiter_out.send(item).await.is_err() || failed {
                     // Dropping the pending receiver stops the reader.
                     return;
                 }
@@ -325,11 +318,11 @@ impl LedgerService {
                             break;
                         };
                         let kind = st.kind.clone();
-                        match shared.ledger.submit(vec![st]) {
-                            Ok(rx) => Pending::Submitted {
+                        match shared.coalescer.enqueue(st).await {
+                            Ok(reply) => Pending::Submitted {
                                 kind,
                                 started,
-                                rx,
+                                reply,
                                 _permit: permit,
                             },
                             Err(e) => Pending::Done(Err(status::to_status(&e))),

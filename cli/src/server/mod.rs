@@ -8,6 +8,7 @@
 //! pool. Ledger errors become statuses in one place, [`status`].
 
 pub mod bench_load;
+pub mod coalesce;
 pub mod config;
 pub mod convert;
 pub mod demo;

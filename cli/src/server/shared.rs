@@ -14,6 +14,7 @@ use docket_proto::v1 as pb;
 use tokio::sync::{Semaphore, watch};
 use tonic::Status;
 
+use super::coalesce::Coalescer;
 use super::{convert, status};
 
 /// Trailing window for rates and percentiles.
@@ -151,6 +152,8 @@ pub struct Shared {
     /// When set, read RPCs need `authorization: Bearer <token>`.
     pub read_token: Option<String>,
     pub queue_capacity: u64,
+    /// The front door of plain appends (group-commit coalescing).
+    pub coalescer: Coalescer,
 }
 
 impl Shared {
@@ -173,7 +176,9 @@ impl Shared {
             m.on_commit(len);
             len_tx.send_replace(len);
         });
+        let coalescer = Coalescer::start(ledger.clone(), max_inflight);
         Arc::new(Self {
+            coalescer,
             docket,
             ledger,
             len: len_rx,
@@ -266,11 +271,21 @@ impl Shared {
         result.map_err(|e| status::to_status(&e))
     }
 
-    /// Appends one statement through the domain service (which routes
-    /// `evidence.registered` and `submission.received` through their disk
-    /// checks and auto-verify) once it is durable.
+    /// Appends one statement once it is durable: the [`DOMAIN_ROUTED`] kinds
+    /// through the domain service, every other kind through the coalescer.
     pub async fn append(&self, st: Statement) -> Result<Receipt, Status> {
-        self.write(move |d| docket_append(d, st)).await
+        if DOMAIN_ROUTED.contains(&st.kind.as_str()) {
+            return self.write(move |d| docket_append(d, st)).await;
+        }
+        let started = Instant::now();
+        let permit = Arc::clone(&self.inflight)
+            .acquire_owned()
+            .await
+            .map_err(|_| status::unavailable("the server is shutting down"))?;
+        let result = self.coalescer.append(st).await;
+        drop(permit);
+        self.account(result.as_ref().map_err(|_| ()), started);
+        result.map_err(|e| status::to_status(&e))
     }
 
     /// Appends a wire statement whose kind must be one of `kinds` (any kind
@@ -308,6 +323,15 @@ impl Shared {
         }
     }
 }
+
+/// Kinds whose append does more than the ledger's admission (a blob check,
+/// auto-verify, a purge): they run through the domain service on the
+/// blocking pool; every other kind is coalesced into group commits.
+pub const DOMAIN_ROUTED: &[&str] = &[
+    docket_ledger::domain::kinds::EVIDENCE_REGISTERED,
+    docket_ledger::domain::kinds::SUBMISSION_RECEIVED,
+    docket_ledger::retention::kinds::REDACTED,
+];
 
 /// Appends one statement through the domain service, routing the kinds
 /// whose append needs the disk: evidence registrations and submissions

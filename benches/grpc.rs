@@ -1,0 +1,333 @@
+//! Durable appends over gRPC on loopback (unary `Ledger.Append` from 64
+//! connections, and `Ledger.AppendStream` with a window of statements in
+//! flight), with latency percentiles, against in-process `Ledger::append`
+//! from 64 threads measured in the same run; then p99 latency at half of the
+//! unary peak (open loop). Goals: ≥ 15,000 durable appends/s over loopback,
+//! p99 < 20 ms at half of peak load.
+//!
+//! Statements are signed before the clock starts (signing is the client's
+//! work, not the server's). `DOCKET_BENCH_GRPC_SECS` sets the seconds per
+//! measured run (default 5).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use docket_benches::report_ratio;
+use docket_cli::server::{ServeOptions, convert, spawn};
+use docket_ledger::{Statement, keys};
+use docket_proto::v1 as pb;
+use docket_proto::v1::ledger_client::LedgerClient;
+use ed25519_dalek::SigningKey;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::Channel;
+
+const CLIENTS: usize = 64;
+const STREAMS: usize = 8;
+const WINDOW: usize = 256;
+
+fn secs() -> f64 {
+    std::env::var("DOCKET_BENCH_GRPC_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5.0)
+}
+
+/// Nearest-rank percentile of sorted microseconds.
+fn pct(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1] as f64 / 1000.0
+}
+
+struct Run {
+    appends: u64,
+    seconds: f64,
+    lat_us: Vec<u64>,
+}
+
+impl Run {
+    fn rate(&self) -> f64 {
+        self.appends as f64 / self.seconds
+    }
+
+    fn print(&mut self, what: &str) {
+        self.lat_us.sort_unstable();
+        println!(
+            "{what}: {:.0} appends/s ({} in {:.2}s); latency p50 {:.2} ms, p99 {:.2} ms, p999 {:.2} ms",
+            self.rate(),
+            self.appends,
+            self.seconds,
+            pct(&self.lat_us, 0.50),
+            pct(&self.lat_us, 0.99),
+            pct(&self.lat_us, 0.999),
+        );
+    }
+}
+
+/// `n` statements per client, signed now, all distinct.
+fn presign(key: &SigningKey, tag: &str, clients: usize, n: usize) -> Vec<Vec<pb::SignedStatement>> {
+    (0..clients)
+        .map(|c| {
+            (0..n)
+                .map(|i| {
+                    let payload = format!("{{\"run\":\"{tag}\",\"c\":{c},\"n\":{i}}}").into_bytes();
+                    convert::statement_to_proto(&Statement::sign("x-bench", payload, key))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Unary appends from `clients` connections for `dur` (each client one call
+/// at a time), optionally paced to `per_client_rate` calls/s (open loop).
+async fn unary(
+    channels: &[Channel],
+    statements: Vec<Vec<pb::SignedStatement>>,
+    dur: Duration,
+    per_client_rate: Option<f64>,
+) -> Run {
+    let start = Instant::now();
+    let deadline = start + dur;
+    let mut tasks = Vec::new();
+    for (ch, stmts) in channels.iter().zip(statements) {
+        let mut client = LedgerClient::new(ch.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::with_capacity(stmts.len());
+            let interval = per_client_rate.map(|r| Duration::from_secs_f64(1.0 / r));
+            let mut next = Instant::now();
+            for st in stmts {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                if let Some(iv) = interval {
+                    tokio::time::sleep_until(next.into()).await;
+                    next += iv;
+                }
+                let t = Instant::now();
+                client.append(st).await.expect("append");
+                lat.push(t.elapsed().as_micros() as u64);
+            }
+            lat
+        }));
+    }
+    let mut lat_us = Vec::new();
+    for t in tasks {
+        lat_us.extend(t.await.expect("client"));
+    }
+    Run {
+        appends: lat_us.len() as u64,
+        seconds: start.elapsed().as_secs_f64(),
+        lat_us,
+    }
+}
+
+/// `AppendStream` from `channels.len()` connections, `WINDOW` in flight each.
+async fn streaming(
+    channels: &[Channel],
+    statements: Vec<Vec<pb::SignedStatement>>,
+    dur: Duration,
+) -> Run {
+    let start = Instant::now();
+    let deadline = start + dur;
+    let mut tasks = Vec::new();
+    for (ch, stmts) in channels.iter().zip(statements) {
+        let mut client = LedgerClient::new(ch.clone());
+        tasks.push(tokio::spawn(async move {
+            let (tx, rx) = mpsc::channel::<pb::SignedStatement>(WINDOW);
+            let (sent_tx, mut sent_rx) = mpsc::unbounded_channel::<Instant>();
+            let window = Arc::new(tokio::sync::Semaphore::new(WINDOW));
+            let w = Arc::clone(&window);
+            let producer = tokio::spawn(async move {
+                for st in stmts {
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                    let Ok(p) = w.acquire().await else { break };
+                    p.forget();
+                    let _ = sent_tx.send(Instant::now());
+                    if tx.send(st).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            let mut receipts = client
+                .append_stream(ReceiverStream::new(rx))
+                .await
+                .expect("append stream")
+                .into_inner();
+            let mut lat = Vec::new();
+            while let Some(_r) = receipts.message().await.expect("receipt") {
+                window.add_permits(1);
+                if let Some(t) = sent_rx.recv().await {
+                    lat.push(t.elapsed().as_micros() as u64);
+                }
+            }
+            let _ = producer.await;
+            lat
+        }));
+    }
+    let mut lat_us = Vec::new();
+    for t in tasks {
+        lat_us.extend(t.await.expect("client"));
+    }
+    Run {
+        appends: lat_us.len() as u64,
+        seconds: start.elapsed().as_secs_f64(),
+        lat_us,
+    }
+}
+
+/// In-process `Ledger::append` from `CLIENTS` threads (pre-signed).
+fn in_process(ledger: &docket_ledger::Ledger, key: &SigningKey, dur: Duration) -> Run {
+    let per = 40_000 / CLIENTS;
+    let batches: Vec<Vec<Statement>> = (0..CLIENTS)
+        .map(|c| {
+            (0..per)
+                .map(|i| {
+                    let payload = format!("{{\"run\":\"local\",\"c\":{c},\"n\":{i}}}").into_bytes();
+                    Statement::sign("x-bench", payload, key)
+                })
+                .collect()
+        })
+        .collect();
+    let start = Instant::now();
+    let deadline = start + dur;
+    let lat_us: Vec<u64> = std::thread::scope(|s| {
+        let handles: Vec<_> = batches
+            .into_iter()
+            .map(|batch| {
+                let ledger = ledger.clone();
+                s.spawn(move || {
+                    let mut lat = Vec::new();
+                    for st in batch {
+                        if Instant::now() >= deadline {
+                            break;
+                        }
+                        let t = Instant::now();
+                        ledger.append(st).expect("append");
+                        lat.push(t.elapsed().as_micros() as u64);
+                    }
+                    lat
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("writer"))
+            .collect()
+    });
+    Run {
+        appends: lat_us.len() as u64,
+        seconds: start.elapsed().as_secs_f64(),
+        lat_us,
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(2048)
+        .build()
+        .expect("runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let listen = "127.0.0.1:0".parse().expect("addr");
+    let server = rt
+        .block_on(spawn(ServeOptions::new(dir.path().join("ledger"), listen)))
+        .expect("server");
+    let admin = keys::read_key_file(&server.init.as_ref().expect("new ledger").admin_key_path)
+        .expect("admin key");
+    let url = server.url();
+    let writer = rt
+        .block_on(docket_cli::server::bench_load::register_writer(
+            &url, &admin, "bench",
+        ))
+        .expect("writer");
+    let dur = Duration::from_secs_f64(secs());
+    // Generous: enough statements that no client runs out before the clock.
+    let budget =
+        |rate_guess: f64, clients: usize| ((rate_guess * secs()) as usize / clients).max(100);
+
+    let mut local = in_process(server.ledger(), &writer, dur);
+    local.print("in-process Ledger::append, 64 threads");
+
+    let channels: Vec<Channel> = rt.block_on(async {
+        let mut v = Vec::new();
+        for _ in 0..CLIENTS {
+            v.push(docket_cli::client::channel(&url).await.expect("connect"));
+        }
+        v
+    });
+    let stmts = presign(&writer, "unary", CLIENTS, budget(60_000.0, CLIENTS));
+    let mut u = rt.block_on(unary(&channels, stmts, dur, None));
+    u.print("gRPC unary Append, 64 connections");
+
+    let stmts = presign(&writer, "stream", STREAMS, budget(120_000.0, STREAMS));
+    let mut s = rt.block_on(streaming(&channels[..STREAMS], stmts, dur));
+    s.print(&format!(
+        "gRPC AppendStream, {STREAMS} streams x {WINDOW} in flight"
+    ));
+
+    let half = u.rate() / 2.0;
+    let stmts = presign(&writer, "half", CLIENTS, budget(half * 1.2, CLIENTS));
+    let mut h = rt.block_on(unary(&channels, stmts, dur, Some(half / CLIENTS as f64)));
+    h.print(&format!(
+        "gRPC unary at half of its peak ({half:.0}/s offered)"
+    ));
+
+    report_ratio(
+        "gRPC unary appends",
+        u.rate(),
+        "ops/s",
+        "in-process appends",
+        local.rate(),
+    );
+    report_ratio(
+        "gRPC streaming appends",
+        s.rate(),
+        "ops/s",
+        "in-process appends",
+        local.rate(),
+    );
+    let best = u.rate().max(s.rate());
+    println!(
+        "GOAL durable appends/s over loopback >= 15000: {} ({best:.0}); p99 at half load < 20 ms: {} ({:.2} ms)",
+        if best >= 15_000.0 { "met" } else { "NOT met" },
+        if pct(&h.lat_us, 0.99) < 20.0 {
+            "met"
+        } else {
+            "NOT met"
+        },
+        pct(&h.lat_us, 0.99),
+    );
+
+    // A criterion measurement of one round trip (unary, one client).
+    let mut group = c.benchmark_group("grpc");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(3));
+    let ch = channels[0].clone();
+    let key = writer.clone();
+    let counter = std::sync::atomic::AtomicU64::new(0);
+    group.bench_function("unary_append_round_trip", |b| {
+        b.iter(|| {
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let st = convert::statement_to_proto(&Statement::sign(
+                "x-bench",
+                format!("{{\"rt\":{n}}}").into_bytes(),
+                &key,
+            ));
+            let mut client = LedgerClient::new(ch.clone());
+            rt.block_on(client.append(st)).expect("append");
+        });
+    });
+    group.finish();
+    drop(channels);
+    drop(ch);
+    rt.block_on(server.shutdown()).expect("shutdown");
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1559,3 +1559,27 @@ async fn retention_and_export_rpcs_succeed() {
     assert_eq!(bad.code(), Code::InvalidArgument);
     t.server.shutdown().await.expect("shutdown");
 }
+
+#[test]
+fn the_grpc_backend_fetches_an_export_that_audits_clean() {
+    use docket_cli::backend::Backend as _;
+    use docket_cli::server::{BackgroundServer, ServeOptions};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = BackgroundServer::start(ServeOptions::new(
+        dir.path().join("ledger"),
+        docket_e2e::loopback0(),
+    ))
+    .expect("server");
+    let remote = docket_cli::client::Remote::connect(&server.url()).expect("client");
+    let vkey = remote.checkpoint().expect("checkpoint").verifier_key;
+    let files = remote
+        .export_files(pb::ExportRequest::default())
+        .expect("export over gRPC");
+    assert!(files.contains_key("manifest.json"), "{:?}", files.keys());
+    let out = dir.path().join("bundle");
+    docket_ledger::export::bundle::write_dir(&out, &files).expect("write bundle");
+    assert!(docket_cli::server::demo::audit_dir(&out, &vkey).expect("audit"));
+    drop(remote);
+    server.shutdown().expect("shutdown");
+}

@@ -173,6 +173,16 @@ pub trait Backend {
     fn embedded(&self) -> Option<&Embedded> {
         None
     }
+    /// The files of an export bundle built by a server
+    /// (`Export.ExportBundle`), by bundle path, each checked against the
+    /// SHA-256 the server sent. Only the gRPC backend implements it; write
+    /// them with `docket_ledger::export::bundle::{write_dir, write_tar}`.
+    fn export_files(
+        &self,
+        _request: docket_proto::v1::ExportRequest,
+    ) -> Result<std::collections::BTreeMap<String, Vec<u8>>> {
+        Err(CliError::new(exit::USAGE, "a server export needs --server").into())
+    }
 }
 
 /// A ledger opened in this process.

@@ -365,6 +365,50 @@ impl Backend for Remote {
         })
     }
 
+    fn export_files(
+        &self,
+        request: pb::ExportRequest,
+    ) -> Result<std::collections::BTreeMap<String, Vec<u8>>> {
+        use docket_proto::v1::export_client::ExportClient;
+        use sha2::{Digest as _, Sha256};
+        self.block_on(async {
+            let mut stream = ExportClient::new(self.channel())
+                .max_decoding_message_size(64 << 20)
+                .export_bundle(request)
+                .await
+                .map_err(|s| status_error(&s))?
+                .into_inner();
+            let mut files: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
+            while let Some(chunk) = stream.message().await.map_err(|s| status_error(&s))? {
+                let file = files.entry(chunk.path.clone()).or_default();
+                if chunk.offset != file.len() as u64 {
+                    return Err(CliError::new(
+                        exit::UNEXPECTED,
+                        format!(
+                            "export chunk of {} at offset {} out of order",
+                            chunk.path, chunk.offset
+                        ),
+                    )
+                    .into());
+                }
+                file.extend_from_slice(&chunk.data);
+                if chunk.last
+                    && Sha256::digest(file.as_slice()).as_slice() != chunk.sha256.as_slice()
+                {
+                    return Err(CliError::new(
+                        exit::HARD_FAIL,
+                        format!(
+                            "export file {} does not match the SHA-256 the server sent",
+                            chunk.path
+                        ),
+                    )
+                    .into());
+                }
+            }
+            Ok(files)
+        })
+    }
+
     fn consistency(&self, old: u64, new: Option<u64>) -> Result<ConsistencyView> {
         if new == Some(0) && old > 0 {
             return Err(CliError::new(

@@ -13,6 +13,7 @@
 //! auto_verify = true              # the ledger key runs the verdict engine
 //! origin = "docket.example/prod"  # checkpoint origin when initialising
 //! shutdown_grace_secs = 10        # then open connections are cut
+//! sweep_every_secs = 3600         # periodic retention sweep; 0 = off
 //! ```
 
 use std::net::SocketAddr;
@@ -27,6 +28,8 @@ use crate::exit::{self, CliError};
 
 /// The default listen address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:50051";
+/// Default interval of `docket serve`'s periodic retention sweep (1 h).
+pub const DEFAULT_SWEEP_EVERY_SECS: u64 = 3600;
 /// The default `--data` (see `main.rs`); a config file's `data` applies only
 /// when `--data`/`DOCKET_DATA` left it at this value.
 pub const DEFAULT_DATA: &str = "./docket-data";
@@ -66,6 +69,10 @@ pub struct ServeArgs {
     /// finish before they are cut (seconds).
     #[arg(long, env = "DOCKET_SHUTDOWN_GRACE_SECS")]
     pub shutdown_grace_secs: Option<u64>,
+    /// Run a retention sweep (signed by the ledger key) this often, in
+    /// seconds; 0 turns periodic sweeps off.
+    #[arg(long, env = "DOCKET_SWEEP_EVERY_SECS")]
+    pub sweep_every_secs: Option<u64>,
 }
 
 /// The optional configuration file.
@@ -82,6 +89,7 @@ pub struct ConfigFile {
     pub auto_verify: Option<bool>,
     pub origin: Option<String>,
     pub shutdown_grace_secs: Option<u64>,
+    pub sweep_every_secs: Option<u64>,
 }
 
 impl ConfigFile {
@@ -121,6 +129,8 @@ pub struct ServeOptions {
     pub origin: Option<String>,
     /// How long graceful shutdown waits for in-flight calls and connections.
     pub shutdown_grace: std::time::Duration,
+    /// Interval of the periodic retention sweep (None: off).
+    pub sweep_every: Option<std::time::Duration>,
 }
 
 impl ServeOptions {
@@ -136,6 +146,7 @@ impl ServeOptions {
             auto_verify: true,
             origin: None,
             shutdown_grace: std::time::Duration::from_secs(10),
+            sweep_every: None,
         }
     }
 
@@ -177,6 +188,11 @@ impl ServeOptions {
         if let Some(v) = args.shutdown_grace_secs.or(file.shutdown_grace_secs) {
             o.shutdown_grace = std::time::Duration::from_secs(v);
         }
+        let sweep = args
+            .sweep_every_secs
+            .or(file.sweep_every_secs)
+            .unwrap_or(DEFAULT_SWEEP_EVERY_SECS);
+        o.sweep_every = (sweep > 0).then(|| std::time::Duration::from_secs(sweep));
         o.validate()?;
         Ok(o)
     }
@@ -227,6 +243,7 @@ mod tests {
             auto_verify: None,
             origin: None,
             shutdown_grace_secs: None,
+            sweep_every_secs: None,
         }
     }
 

@@ -87,6 +87,7 @@ pub struct RunningServer {
     docket: Docket,
     health: tonic_health::server::HealthReporter,
     grace: std::time::Duration,
+    sweeper: Option<docket_ledger::retention::Sweeper>,
 }
 
 impl RunningServer {
@@ -128,9 +129,15 @@ impl RunningServer {
             }
         };
         let docket = self.docket;
-        tokio::task::spawn_blocking(move || docket.close())
-            .await
-            .context("closing the ledger panicked")??;
+        let sweeper = self.sweeper.take();
+        tokio::task::spawn_blocking(move || {
+            if let Some(s) = sweeper {
+                s.stop();
+            }
+            docket.close()
+        })
+        .await
+        .context("closing the ledger panicked")??;
         served.context("serving")?;
         Ok(())
     }
@@ -241,6 +248,13 @@ pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
             })
             .await
     });
+    let sweeper = match opts.sweep_every {
+        Some(every) => Some(docket_ledger::retention::Sweeper::spawn(
+            docket.clone(),
+            every,
+        )?),
+        None => None,
+    };
     tracing::info!(%addr, data = %opts.data.display(), "docket server started");
     Ok(RunningServer {
         addr,
@@ -250,6 +264,7 @@ pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
         docket,
         health,
         grace: opts.shutdown_grace,
+        sweeper,
     })
 }
 

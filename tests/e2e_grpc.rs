@@ -1583,3 +1583,111 @@ fn the_grpc_backend_fetches_an_export_that_audits_clean() {
     drop(remote);
     server.shutdown().expect("shutdown");
 }
+
+#[test]
+fn domain_cli_over_grpc_matches_embedded() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/demo");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("ledger");
+    let data_s = data.to_str().expect("utf-8").to_string();
+    let admin = data.join("keys/admin.key");
+    let sub = dir.path().join("submitter.key");
+    let p = |x: &std::path::Path| x.to_str().expect("utf-8").to_string();
+    let serve = ServeProcess::start(&data, &[]);
+    let url = serve.url();
+    let (code, public, err) = run_docket(&["keygen", "--out", &p(&sub)]);
+    assert_eq!(code, 0, "{err}");
+    let writes: Vec<(Vec<String>, i32)> = vec![
+        (
+            vec![
+                "key",
+                "add",
+                public.trim(),
+                "--role",
+                "submitter",
+                "--key",
+                &p(&admin),
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            0,
+        ),
+        (
+            vec![
+                "task",
+                "register",
+                &p(&root.join("task.json")),
+                "--key",
+                &p(&sub),
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            0,
+        ),
+        (
+            vec!["submit", &p(&root.join("fail")), "--key", &p(&sub)]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            5,
+        ),
+        (
+            vec!["submit", &p(&root.join("pass")), "--key", &p(&sub)]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            0,
+        ),
+    ];
+    for (args, want) in &writes {
+        let mut full = vec!["--server", url.as_str()];
+        full.extend(args.iter().map(String::as_str));
+        let (code, out, err) = run_docket(&full);
+        assert_eq!(code, *want, "{args:?}: {out}{err}");
+    }
+    let task = "72c84e9c-0975-4c1a-b9a5-864c2725dc8a";
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    let reads: Vec<Vec<&str>> = vec![
+        vec!["verdict", "show", task],
+        vec!["verdict", "show", task, "--history"],
+        vec!["verdict", "show", task, "--as-of", "12"],
+        vec!["verdict", "show", unknown],
+        vec!["verdict", "list"],
+        vec!["key", "list"],
+        vec!["key", "list", "--all"],
+        vec!["task", "show", task],
+        vec!["task", "show", unknown],
+    ];
+    let mut remote = Vec::new();
+    for r in &reads {
+        for json_flag in [false, true] {
+            let mut args = vec!["--server", url.as_str()];
+            if json_flag {
+                args.push("--json");
+            }
+            args.extend(r.iter().copied());
+            remote.push(run_docket(&args));
+        }
+    }
+    assert_eq!(serve.terminate(), 0);
+    let mut i = 0;
+    for r in &reads {
+        for json_flag in [false, true] {
+            let mut args = vec!["--data", data_s.as_str()];
+            if json_flag {
+                args.push("--json");
+            }
+            args.extend(r.iter().copied());
+            let (code, out, err) = run_docket(&args);
+            let (rcode, rout, rerr) = &remote[i];
+            assert_eq!(
+                code, *rcode,
+                "exit code of {r:?} (json {json_flag}): {err} / {rerr}"
+            );
+            assert_eq!(&out, rout, "output of {r:?} (json {json_flag})");
+            i += 1;
+        }
+    }
+}

@@ -223,6 +223,7 @@ fn bench(c: &mut Criterion) {
     // Best of three interleaved rounds of every measurement (the machine is
     // shared; interleaving keeps the ratios fair).
     let (mut sled_rate, mut json_rate, mut best, mut mem_rate) = (0f64, 0f64, 0f64, 0f64);
+    let mut decode_rate = 0f64;
     for _ in 0..3 {
         // Baseline 1: raw sled iteration of the event bytes.
         let start = Instant::now();
@@ -256,7 +257,13 @@ fn bench(c: &mut Criterion) {
             state.apply(&Event::decode(b).expect("decode"));
         }
         mem_rate = mem_rate.max(n as f64 / start.elapsed().as_secs_f64());
-        black_box(&state);
+        drop(state);
+        // Decode only (the envelope, no fold).
+        let start = Instant::now();
+        for b in &encoded {
+            black_box(Event::decode(b).expect("decode"));
+        }
+        decode_rate = decode_rate.max(n as f64 / start.elapsed().as_secs_f64());
     }
     // Per-kind fold cost (decoded events), to see where the time goes.
     let mut per_kind: std::collections::BTreeMap<&str, (u64, Duration)> =
@@ -298,6 +305,13 @@ fn bench(c: &mut Criterion) {
         "events/s",
         "serde_json::Value parse of the payloads",
         json_rate,
+    );
+    report_ratio(
+        "decode + fold in memory",
+        mem_rate,
+        "events/s",
+        "event decode alone",
+        decode_rate,
     );
 
     let mut group = c.benchmark_group("projection");

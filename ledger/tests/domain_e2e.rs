@@ -249,9 +249,17 @@ fn pass_then_fail_with_replay_and_determinism() {
     );
     let doc: Value = serde_json::from_slice(&verdict_event.payload).unwrap();
     assert_eq!(doc["submission_seq"], submission_seq);
+    let submitted_at = doc["timestamps"]["submitted_at"].as_str().unwrap();
     assert_eq!(
-        doc["timestamps"]["submitted_at"].as_str().unwrap().len(),
-        24
+        docket_ledger::domain::payloads::rfc3339_ms(submitted_at),
+        Some(i128::from(
+            fx.docket
+                .ledger()
+                .event(submission_seq)
+                .unwrap()
+                .recorded_at_ms
+        )),
+        "submitted_at is the submission's ledger time"
     );
     // A second attempt that breaks scope supersedes with FAIL.
     let dir = cases_dir().join("fail_scope_forbidden_path");

@@ -33,10 +33,14 @@ pub fn mint(recorded_at_ms: u64, statement_digest: &Hash) -> String {
 /// digest of [`Statement::digest`] from the event's fields without copying
 /// the payload (a test pins the two together).
 pub fn of_event(event: &Event) -> String {
+    // The signing message, fed piecewise: "docket/v1/" || kind || 0x00 || SHA-256(payload).
     let mut h = Sha256::new();
     h.update(b"docket/v1/statement\0");
     h.update(event.author);
-    h.update(crate::event::signing_message(&event.kind, &event.payload));
+    h.update(crate::event::SIGNING_PREFIX);
+    h.update(event.kind.as_bytes());
+    h.update([0u8]);
+    h.update(Sha256::digest(&event.payload));
     mint(event.recorded_at_ms, &h.finalize().into())
 }
 

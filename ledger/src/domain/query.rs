@@ -77,22 +77,58 @@ pub fn seq_at_or_before(ledger: &Ledger, time_ms: u64) -> Result<Option<u64>> {
     Ok(lo.checked_sub(1))
 }
 
+/// Events per chunk of a rebuild.
+const FOLD_CHUNK: u64 = 4096;
+
+/// Reads and decodes events `from..to`.
+fn read_chunk(store: &dyn Store, from: u64, to: u64) -> Result<Vec<Event>> {
+    store
+        .event_range(from, to)?
+        .into_iter()
+        .map(|(seq, bytes)| {
+            Event::decode(&bytes)
+                .map_err(|e| LedgerError::corrupt(format!("event {seq}"), e.to_string()))
+        })
+        .collect()
+}
+
 /// Folds the first `len` events of `store` (from the stored snapshots when
 /// they cover a prefix no longer than `len`, else from genesis). No
-/// signature checks; replay does those.
+/// signature checks; replay does those. Reading and decoding the next chunk
+/// runs in parallel with folding the current one (the fold itself stays
+/// sequential, in log order).
 pub fn fold_prefix(store: &dyn Store, len: u64) -> Result<LedgerState> {
     let mut state = snapshot_at_most(store, len)?.unwrap_or_default();
     let mut next = state.applied;
-    while next < len {
-        let to = (next + 8192).min(len);
-        for (seq, bytes) in store.event_range(next, to)? {
-            let event = Event::decode(&bytes)
-                .map_err(|e| LedgerError::corrupt(format!("event {seq}"), e.to_string()))?;
-            state.apply(&event);
+    if next >= len {
+        return Ok(state);
+    }
+    let mut to = (next + FOLD_CHUNK).min(len);
+    let mut current = read_chunk(store, next, to)?;
+    next = to;
+    loop {
+        to = (next + FOLD_CHUNK).min(len);
+        let (from, upto) = (next, to);
+        let ((), ahead) = rayon::join(
+            || {
+                for event in &current {
+                    state.apply(event);
+                }
+            },
+            || {
+                if from < upto {
+                    read_chunk(store, from, upto).map(Some)
+                } else {
+                    Ok(None)
+                }
+            },
+        );
+        match ahead? {
+            Some(events) => current = events,
+            None => return Ok(state),
         }
         next = to;
     }
-    Ok(state)
 }
 
 fn snapshot_at_most(store: &dyn Store, len: u64) -> Result<Option<LedgerState>> {

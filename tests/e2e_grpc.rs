@@ -1691,3 +1691,136 @@ fn domain_cli_over_grpc_matches_embedded() {
         }
     }
 }
+
+// ------------------------------------------------------------ TLS
+
+/// Writes a test CA, a server certificate for 127.0.0.1/localhost and a
+/// client certificate with `openssl`; None when openssl is unavailable.
+fn test_pki(dir: &std::path::Path) -> Option<()> {
+    let run = |args: &[&str]| {
+        std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|_| ())
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    let mut ca = vec!["req", "-x509"];
+    ca.extend(ec);
+    ca.extend([
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=docket test CA",
+    ]);
+    run(&ca)?;
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+    )
+    .ok()?;
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").ok()?;
+    for (name, cn) in [("server", "/CN=localhost"), ("client", "/CN=docket client")] {
+        let key = format!("{name}.key");
+        let csr = format!("{name}.csr");
+        let pem = format!("{name}.pem");
+        let ext = format!("{name}.ext");
+        let mut req = vec!["req"];
+        req.extend(ec);
+        req.extend(["-keyout", key.as_str(), "-out", csr.as_str(), "-subj", cn]);
+        run(&req)?;
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            &pem,
+            "-days",
+            "2",
+            "-extfile",
+            &ext,
+        ])?;
+    }
+    Some(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_serves_only_clients_with_a_certificate() {
+    use docket_cli::client::{ClientTls, channel_with};
+    use docket_cli::server::config::TlsFiles;
+
+    let pki = tempfile::tempdir().expect("tempdir");
+    if test_pki(pki.path()).is_none() {
+        println!("note: skipping the TLS test (needs the openssl command)");
+        return;
+    }
+    let p = |n: &str| pki.path().join(n);
+    let t = TestServer::start_with(|o| {
+        o.tls = Some(TlsFiles {
+            cert: p("server.pem"),
+            key: p("server.key"),
+            client_ca: Some(p("ca.pem")),
+        });
+    })
+    .await;
+    let url = t.url();
+    assert!(url.starts_with("https://"), "{url}");
+    let read = |n: &str| std::fs::read(p(n)).expect("pem");
+    let good = ClientTls {
+        ca_pem: Some(read("ca.pem")),
+        identity_pem: Some((read("client.pem"), read("client.key"))),
+        domain: Some("localhost".into()),
+    };
+    let ch = channel_with(&url, Some(&good)).await.expect("mTLS connect");
+    let cp = checkpoint(&ch).await;
+    assert_eq!(cp.size, 1);
+    let writer = register_key(&ch, &t.admin, &["submitter"]).await;
+    LedgerClient::new(ch)
+        .append(sign("x-note", &json!({"tls": true}), &writer))
+        .await
+        .expect("append over mTLS");
+
+    // Without a client certificate, and in plaintext, nothing gets through.
+    let anonymous = ClientTls {
+        identity_pem: None,
+        ..good.clone()
+    };
+    let refused = match channel_with(&url, Some(&anonymous)).await {
+        Err(_) => true,
+        Ok(ch) => LedgerClient::new(ch)
+            .get_checkpoint(pb::GetCheckpointRequest {})
+            .await
+            .is_err(),
+    };
+    assert!(refused, "a client without a certificate is refused");
+    let plain = url.replace("https://", "http://");
+    let refused = match channel_with(&plain, None).await {
+        Err(_) => true,
+        Ok(ch) => LedgerClient::new(ch)
+            .get_checkpoint(pb::GetCheckpointRequest {})
+            .await
+            .is_err(),
+    };
+    assert!(refused, "plaintext is refused");
+    let before = t.log_len();
+    assert_eq!(before, 3);
+    t.server.shutdown().await.expect("shutdown");
+}

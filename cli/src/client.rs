@@ -83,18 +83,101 @@ pub fn normalize_url(url: &str) -> String {
     }
 }
 
-/// Opens a channel to `url` on the current runtime.
+/// Client-side TLS: the CA that signs the server's certificate and, for
+/// mutual TLS, the client's own certificate and key (PEM bytes).
+#[derive(Debug, Clone, Default)]
+pub struct ClientTls {
+    pub ca_pem: Option<Vec<u8>>,
+    pub identity_pem: Option<(Vec<u8>, Vec<u8>)>,
+    /// Name to verify the server certificate against (default: the URL's host).
+    pub domain: Option<String>,
+}
+
+impl ClientTls {
+    /// From `DOCKET_TLS_CA`, `DOCKET_TLS_CLIENT_CERT` + `DOCKET_TLS_CLIENT_KEY`
+    /// and `DOCKET_TLS_DOMAIN` (files, except the domain).
+    pub fn from_env() -> Result<Self> {
+        let read = |var: &str| -> Result<Option<Vec<u8>>> {
+            match std::env::var_os(var) {
+                None => Ok(None),
+                Some(p) => std::fs::read(&p).map(Some).map_err(|e| {
+                    CliError::new(
+                        exit::MISSING,
+                        format!("cannot read {var}={}: {e}", p.to_string_lossy()),
+                    )
+                    .into()
+                }),
+            }
+        };
+        let identity = match (
+            read("DOCKET_TLS_CLIENT_CERT")?,
+            read("DOCKET_TLS_CLIENT_KEY")?,
+        ) {
+            (Some(c), Some(k)) => Some((c, k)),
+            (None, None) => None,
+            _ => {
+                return Err(CliError::new(
+                    exit::USAGE,
+                    "set both DOCKET_TLS_CLIENT_CERT and DOCKET_TLS_CLIENT_KEY",
+                )
+                .into());
+            }
+        };
+        Ok(Self {
+            ca_pem: read("DOCKET_TLS_CA")?,
+            identity_pem: identity,
+            domain: std::env::var("DOCKET_TLS_DOMAIN").ok(),
+        })
+    }
+}
+
+/// Opens a channel to `url` on the current runtime (`https://` URLs use
+/// TLS configured from the environment, see [`ClientTls::from_env`]).
 pub async fn channel(url: &str) -> Result<Channel> {
     let url = normalize_url(url);
-    let endpoint = Endpoint::from_shared(url.clone())
+    let tls = if url.starts_with("https://") {
+        Some(ClientTls::from_env()?)
+    } else {
+        None
+    };
+    channel_with(&url, tls.as_ref()).await
+}
+
+/// Opens a channel to `url` with explicit TLS settings.
+pub async fn channel_with(url: &str, tls: Option<&ClientTls>) -> Result<Channel> {
+    use tonic::transport::{Certificate, ClientTlsConfig, Identity};
+    let url = normalize_url(url);
+    let mut endpoint = Endpoint::from_shared(url.clone())
         .map_err(|e| CliError::new(exit::USAGE, format!("bad server URL {url:?}: {e}")))?
         .connect_timeout(Duration::from_secs(5))
         .tcp_nodelay(true)
         .http2_adaptive_window(true);
+    if let Some(tls) = tls {
+        let Some(ca) = &tls.ca_pem else {
+            return Err(CliError::new(
+                exit::USAGE,
+                format!("{url} uses TLS: set DOCKET_TLS_CA to the PEM file of the CA that signed the server's certificate"),
+            )
+            .into());
+        };
+        let mut config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca));
+        if let Some((cert, key)) = &tls.identity_pem {
+            config = config.identity(Identity::from_pem(cert, key));
+        }
+        if let Some(d) = &tls.domain {
+            config = config.domain_name(d.clone());
+        }
+        endpoint = endpoint
+            .tls_config(config)
+            .map_err(|e| CliError::new(exit::USAGE, format!("TLS settings for {url}: {e}")))?;
+    }
     endpoint.connect().await.map_err(|e| {
+        let detail = std::error::Error::source(&e)
+            .map(|s| format!("{e}: {s}"))
+            .unwrap_or_else(|| e.to_string());
         CliError::new(
             exit::UNEXPECTED,
-            format!("cannot reach the Docket server at {url}: {e}"),
+            format!("cannot reach the Docket server at {url}: {detail}"),
         )
         .into()
     })

@@ -14,6 +14,9 @@
 //! origin = "docket.example/prod"  # checkpoint origin when initialising
 //! shutdown_grace_secs = 10        # then open connections are cut
 //! sweep_every_secs = 3600         # periodic retention sweep; 0 = off
+//! tls_cert = "/etc/docket/server.pem"   # TLS (both cert and key)
+//! tls_key = "/etc/docket/server.key"
+//! tls_client_ca = "/etc/docket/clients-ca.pem"   # mutual TLS
 //! ```
 
 use std::net::SocketAddr;
@@ -73,6 +76,15 @@ pub struct ServeArgs {
     /// seconds; 0 turns periodic sweeps off.
     #[arg(long, env = "DOCKET_SWEEP_EVERY_SECS")]
     pub sweep_every_secs: Option<u64>,
+    /// Serve TLS with this PEM certificate chain (with --tls-key).
+    #[arg(long, env = "DOCKET_SERVER_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, env = "DOCKET_SERVER_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// Require client certificates signed by this PEM CA (mutual TLS).
+    #[arg(long, env = "DOCKET_SERVER_TLS_CLIENT_CA")]
+    pub tls_client_ca: Option<PathBuf>,
 }
 
 /// The optional configuration file.
@@ -90,6 +102,9 @@ pub struct ConfigFile {
     pub origin: Option<String>,
     pub shutdown_grace_secs: Option<u64>,
     pub sweep_every_secs: Option<u64>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub tls_client_ca: Option<PathBuf>,
 }
 
 impl ConfigFile {
@@ -131,6 +146,17 @@ pub struct ServeOptions {
     pub shutdown_grace: std::time::Duration,
     /// Interval of the periodic retention sweep (None: off).
     pub sweep_every: Option<std::time::Duration>,
+    /// TLS (and mutual TLS) settings; None serves plaintext HTTP/2.
+    pub tls: Option<TlsFiles>,
+}
+
+/// PEM files of the server's TLS identity and, for mutual TLS, the CA that
+/// signs client certificates.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub client_ca: Option<PathBuf>,
 }
 
 impl ServeOptions {
@@ -147,6 +173,7 @@ impl ServeOptions {
             origin: None,
             shutdown_grace: std::time::Duration::from_secs(10),
             sweep_every: None,
+            tls: None,
         }
     }
 
@@ -193,6 +220,24 @@ impl ServeOptions {
             .or(file.sweep_every_secs)
             .unwrap_or(DEFAULT_SWEEP_EVERY_SECS);
         o.sweep_every = (sweep > 0).then(|| std::time::Duration::from_secs(sweep));
+        let cert = args.tls_cert.clone().or(file.tls_cert);
+        let key = args.tls_key.clone().or(file.tls_key);
+        let client_ca = args.tls_client_ca.clone().or(file.tls_client_ca);
+        o.tls = match (cert, key) {
+            (Some(cert), Some(key)) => Some(TlsFiles {
+                cert,
+                key,
+                client_ca,
+            }),
+            (None, None) if client_ca.is_none() => None,
+            _ => {
+                return Err(CliError::new(
+                    exit::USAGE,
+                    "TLS needs both --tls-cert and --tls-key (and --tls-client-ca only with them)",
+                )
+                .into());
+            }
+        };
         o.validate()?;
         Ok(o)
     }
@@ -244,6 +289,9 @@ mod tests {
             origin: None,
             shutdown_grace_secs: None,
             sweep_every_secs: None,
+            tls_cert: None,
+            tls_key: None,
+            tls_client_ca: None,
         }
     }
 

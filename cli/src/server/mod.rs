@@ -82,6 +82,8 @@ pub struct RunningServer {
     pub addr: SocketAddr,
     /// Set when this start initialised an empty data directory.
     pub init: Option<InitOutcome>,
+    /// The TLS settings, when serving TLS.
+    pub tls: Option<config::TlsFiles>,
     shutdown_tx: watch::Sender<bool>,
     task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
     docket: Docket,
@@ -91,9 +93,10 @@ pub struct RunningServer {
 }
 
 impl RunningServer {
-    /// `http://ADDR`, for clients.
+    /// `http://ADDR` (`https://` with TLS), for clients.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The ledger the server writes to.
@@ -215,7 +218,13 @@ pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
     let ledger_service = LedgerService {
         shared: Arc::clone(&shared),
     };
-    let router = Server::builder()
+    let mut builder = Server::builder();
+    if let Some(tls) = &opts.tls {
+        builder = builder
+            .tls_config(server_tls(tls)?)
+            .context("TLS configuration")?;
+    }
+    let router = builder
         .concurrency_limit_per_connection(opts.concurrency_per_connection)
         .tcp_nodelay(true)
         .trace_fn(|req| tracing::debug_span!("rpc", path = %req.uri().path()))
@@ -259,6 +268,7 @@ pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
     Ok(RunningServer {
         addr,
         init,
+        tls: opts.tls.clone(),
         shutdown_tx,
         task,
         docket,
@@ -268,6 +278,22 @@ pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
     })
 }
 
+/// The rustls server configuration of `tls` (PEM files).
+fn server_tls(tls: &config::TlsFiles) -> Result<tonic::transport::ServerTlsConfig> {
+    use tonic::transport::{Certificate, Identity, ServerTlsConfig};
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|e| {
+            crate::exit::CliError::new(exit::MISSING, format!("cannot read {}: {e}", p.display()))
+        })
+    };
+    let mut config =
+        ServerTlsConfig::new().identity(Identity::from_pem(read(&tls.cert)?, read(&tls.key)?));
+    if let Some(ca) = &tls.client_ca {
+        config = config.client_ca_root(Certificate::from_pem(read(ca)?));
+    }
+    Ok(config)
+}
+
 /// A server on its own multi-threaded runtime, for synchronous callers
 /// (`docket demo`, tests that use the blocking client).
 #[derive(Debug)]
@@ -275,6 +301,7 @@ pub struct BackgroundServer {
     runtime: Option<tokio::runtime::Runtime>,
     server: Option<RunningServer>,
     pub addr: SocketAddr,
+    url: String,
 }
 
 impl BackgroundServer {
@@ -284,14 +311,15 @@ impl BackgroundServer {
         let server = runtime.block_on(spawn(opts))?;
         Ok(Self {
             addr: server.addr,
+            url: server.url(),
             runtime: Some(runtime),
             server: Some(server),
         })
     }
 
-    /// `http://ADDR`.
+    /// `http://ADDR` (`https://` with TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.url.clone()
     }
 
     /// What initialisation created, when it did.
@@ -406,6 +434,16 @@ fn announce(data: &Path, server: &RunningServer, json: bool) {
                 init.admin_key_path.display(),
                 init.admin_public_key,
                 init.origin
+            );
+        }
+        if let Some(tls) = &server.tls {
+            println!(
+                "serving TLS{}",
+                if tls.client_ca.is_some() {
+                    " (clients need a certificate)"
+                } else {
+                    ""
+                }
             );
         }
         println!("listening on {}", server.addr);

@@ -112,7 +112,6 @@ impl Admin for AdminService {
         let s = &self.shared;
         let uptime = s.started.elapsed();
         let m = s.metrics.snapshot(uptime);
-        let lm = s.ledger.metrics();
         Ok(Response::new(pb::ServerStatus {
             version: env!("CARGO_PKG_VERSION").to_string(),
             tree_size: s.ledger.len(),
@@ -123,8 +122,8 @@ impl Admin for AdminService {
             append_latency_p50_us: m.p50_us,
             append_latency_p99_us: m.p99_us,
             append_latency_p999_us: m.p999_us,
-            queue_depth: lm.queued.load(Ordering::Relaxed),
-            queue_capacity: s.queue_capacity,
+            queue_depth: s.inflight_now(),
+            queue_capacity: s.max_inflight as u64,
             mean_batch_size: m.mean_batch_size,
             appended_total: s.metrics.appended.load(Ordering::Relaxed),
             duplicates_total: s.metrics.duplicates.load(Ordering::Relaxed),

@@ -19,6 +19,8 @@ use super::{convert, status};
 
 /// Trailing window for rates and percentiles.
 pub const METRICS_WINDOW: Duration = Duration::from_secs(10);
+/// How long an append waits for a free slot before `RESOURCE_EXHAUSTED`.
+pub const QUEUE_WAIT: Duration = Duration::from_secs(5);
 /// Most latency samples kept (older ones are dropped first).
 const MAX_SAMPLES: usize = 200_000;
 
@@ -232,6 +234,27 @@ impl Shared {
             .map_err(|e| status::to_status(&e))
     }
 
+    /// A slot for one append in flight. Callers wait while `max_inflight`
+    /// appends are waiting for group commit (back-pressure); after
+    /// [`QUEUE_WAIT`] the call fails with `RESOURCE_EXHAUSTED` (retry with
+    /// back-off) rather than queueing without bound.
+    pub async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Status> {
+        match tokio::time::timeout(QUEUE_WAIT, Arc::clone(&self.inflight).acquire_owned()).await {
+            Ok(Ok(p)) => Ok(p),
+            Ok(Err(_)) => Err(status::unavailable("the server is shutting down")),
+            Err(_) => {
+                self.metrics.rejected.fetch_add(1, Ordering::Relaxed);
+                Err(status::with_exit_code(
+                    Status::resource_exhausted(format!(
+                        "resource exhausted: {} appends are already waiting for group commit; retry with back-off",
+                        self.max_inflight
+                    )),
+                    crate::exit::INVALID,
+                ))
+            }
+        }
+    }
+
     /// Runs a blocking domain read on the blocking pool.
     pub async fn read<T, F>(&self, f: F) -> Result<T, Status>
     where
@@ -253,10 +276,7 @@ impl Shared {
         F: FnOnce(&Docket) -> Result<T, LedgerError> + Send + 'static,
     {
         let started = Instant::now();
-        let permit = Arc::clone(&self.inflight)
-            .acquire_owned()
-            .await
-            .map_err(|_| status::unavailable("the server is shutting down"))?;
+        let permit = self.permit().await?;
         let docket = self.docket.clone();
         let result = tokio::task::spawn_blocking(move || {
             let _permit = permit;
@@ -278,10 +298,7 @@ impl Shared {
             return self.write(move |d| docket_append(d, st)).await;
         }
         let started = Instant::now();
-        let permit = Arc::clone(&self.inflight)
-            .acquire_owned()
-            .await
-            .map_err(|_| status::unavailable("the server is shutting down"))?;
+        let permit = self.permit().await?;
         let result = self.coalescer.append(st).await;
         drop(permit);
         self.account(result.as_ref().map_err(|_| ()), started);

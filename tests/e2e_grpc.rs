@@ -1824,3 +1824,41 @@ async fn mutual_tls_serves_only_clients_with_a_certificate() {
     assert_eq!(before, 3);
     t.server.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_token_protects_reads_but_not_signed_writes() {
+    use docket_cli::client::Auth;
+    use tonic::service::interceptor::InterceptedService;
+
+    let t = TestServer::start_with(|o| o.read_token = Some("s3cret".into())).await;
+    let ch = t.channel().await;
+    // Writes are authenticated by their signatures.
+    let writer = register_key(&ch, &t.admin, &["submitter"]).await;
+    LedgerClient::new(ch.clone())
+        .append(sign("x-note", &json!({}), &writer))
+        .await
+        .expect("a signed write needs no token");
+    // Reads need the token.
+    let denied = LedgerClient::new(ch.clone())
+        .get_event(pb::GetEventRequest { seq: 0 })
+        .await
+        .expect_err("no token");
+    assert_eq!(denied.code(), Code::Unauthenticated);
+    let wrong = InterceptedService::new(ch.clone(), Auth::token(Some("nope")).expect("auth"));
+    let denied = LedgerClient::new(wrong)
+        .tail(pb::TailRequest {
+            from_seq: 0,
+            follow: false,
+        })
+        .await
+        .expect_err("wrong token");
+    assert_eq!(denied.code(), Code::Unauthenticated);
+    let right = InterceptedService::new(ch, Auth::token(Some("s3cret")).expect("auth"));
+    let e = LedgerClient::new(right)
+        .get_event(pb::GetEventRequest { seq: 0 })
+        .await
+        .expect("with the token")
+        .into_inner();
+    assert_eq!(e.kind, "ledger.genesis");
+    t.server.shutdown().await.expect("shutdown");
+}

@@ -75,9 +75,15 @@ pub fn receipt(r: &Receipt, kind: &str) -> pb::AppendReceipt {
     }
 }
 
-/// The wire event of canonical event bytes.
+/// The wire event of canonical event bytes read from the store (bytes that
+/// no longer decode are corruption: `DATA_LOSS`).
 pub fn event(bytes: Vec<u8>) -> Result<pb::Event, Status> {
-    let e = Event::decode(&bytes).map_err(|e| status::to_status(&e))?;
+    let e = Event::decode(&bytes).map_err(|e| {
+        status::to_status(&docket_ledger::LedgerError::Corrupt {
+            location: "stored event".into(),
+            detail: e.to_string(),
+        })
+    })?;
     Ok(pb::Event {
         seq: e.seq,
         leaf_hash: merkle::leaf_hash(&bytes).to_vec(),

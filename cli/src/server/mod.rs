@@ -160,8 +160,21 @@ fn open_or_init(opts: &ServeOptions) -> Result<(Docket, Option<InitOutcome>)> {
         drop(ledger);
         init = Some(info);
     }
-    let docket = Docket::open(&opts.data, opts.ledger.clone(), options)?;
-    Ok((docket, init))
+    // The store's file lock is released a moment after the previous owner
+    // (the initialising ledger, or a server that just stopped in this
+    // process) is dropped: retry storage errors briefly.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    loop {
+        match Docket::open(&opts.data, opts.ledger.clone(), options.clone()) {
+            Ok(docket) => return Ok((docket, init)),
+            Err(
+                docket_ledger::LedgerError::Store { .. } | docket_ledger::LedgerError::Io { .. },
+            ) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// Starts a server on the current (multi-threaded) tokio runtime.

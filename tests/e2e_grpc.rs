@@ -230,6 +230,42 @@ async fn ledger_keys_and_admin_rpcs_succeed() {
     }
     assert_eq!(seqs, (3..13).collect::<Vec<_>>());
 
+    // The first rejected statement ends the stream with its status, after
+    // the receipts of the statements before it; replays are duplicates.
+    let mut forged = sign("x-note", &json!({"n": 100}), &writer);
+    forged.signature[5] ^= 0x40;
+    let mixed = vec![
+        sign("x-note", &json!({"n": 10}), &writer),
+        sign("x-note", &json!({"n": 101}), &writer),
+        forged,
+        sign("x-note", &json!({"n": 102}), &writer),
+    ];
+    let mut receipts = ledger
+        .append_stream(tokio_stream::iter(mixed))
+        .await
+        .expect("append stream")
+        .into_inner();
+    let first = receipts.message().await.expect("ok").expect("receipt");
+    assert_eq!((first.seq, first.duplicate), (3, true));
+    let second = receipts.message().await.expect("ok").expect("receipt");
+    assert_eq!((second.seq, second.duplicate), (13, false));
+    let end = receipts
+        .message()
+        .await
+        .expect_err("the forged statement ends the call");
+    assert_eq!(end.code(), Code::Unauthenticated);
+    // Resending everything after the last receipt is safe.
+    let resent = ledger
+        .append(sign("x-note", &json!({"n": 102}), &writer))
+        .await
+        .expect("resend")
+        .into_inner();
+    assert_eq!(
+        resent.seq, 14,
+        "appended in the stream (a duplicate now) or just now"
+    );
+    let n = resent.seq + 1;
+
     // GetEvent: canonical bytes, decoded fields, leaf hash.
     let e = ledger
         .get_event(pb::GetEventRequest { seq: 2 })
@@ -245,7 +281,7 @@ async fn ledger_keys_and_admin_rpcs_succeed() {
     let all = tail_all(&ch, 0).await;
     assert_eq!(
         all.iter().map(|e| e.seq).collect::<Vec<_>>(),
-        (0..13).collect::<Vec<_>>()
+        (0..n).collect::<Vec<_>>()
     );
     for w in all.windows(2) {
         assert_eq!(w[1].prev_hash, w[0].leaf_hash, "hash chain");
@@ -253,7 +289,7 @@ async fn ledger_keys_and_admin_rpcs_succeed() {
 
     // Checkpoint, inclusion and consistency proofs, verified locally.
     let cp = checkpoint(&ch).await;
-    assert_eq!(cp.size, 13);
+    assert_eq!(cp.size, n);
     let verifier = docket_ledger::checkpoint::NoteVerifier::parse(&cp.verifier_key).expect("vkey");
     let opened = docket_ledger::checkpoint::open_note(&cp.note, &verifier).expect("signed");
     assert_eq!(
@@ -268,11 +304,11 @@ async fn ledger_keys_and_admin_rpcs_succeed() {
         .await
         .expect("inclusion")
         .into_inner();
-    assert_eq!(p.tree_size, 13);
+    assert_eq!(p.tree_size, n);
     merkle::verify_inclusion(
         &hash(&p.leaf_hash),
         5,
-        13,
+        n,
         &hashes(&p.proof),
         &hash(&cp.root),
     )
@@ -287,7 +323,7 @@ async fn ledger_keys_and_admin_rpcs_succeed() {
         .into_inner();
     merkle::verify_consistency(
         4,
-        13,
+        n,
         &hash(&c.old_root),
         &hash(&c.new_root),
         &hashes(&c.proof),
@@ -314,7 +350,7 @@ async fn ledger_keys_and_admin_rpcs_succeed() {
         .await
         .expect("status")
         .into_inner();
-    assert_eq!(s.tree_size, 14);
+    assert_eq!(s.tree_size, n + 1);
     assert!(s.appended_total >= 13, "{s:?}");
     assert!(s.duplicates_total >= 1 && s.rejected_total >= 1, "{s:?}");
     assert!(
@@ -1339,25 +1375,30 @@ fn python_client_with_only_the_proto_submits_and_reads_a_verdict() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("ledger");
     let serve = ServeProcess::start(&data, &[]);
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python/client.py");
-    let out = std::process::Command::new("python3")
-        .arg(script)
-        .args(["--server", &serve.addr.to_string()])
-        .arg("--admin-key")
-        .arg(data.join("keys/admin.key"))
-        .output()
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let last = stdout.lines().last().expect("output");
-    let v: serde_json::Value = serde_json::from_str(last).expect("final JSON line");
-    assert_eq!(v["status"], "PASS", "{stdout}");
-    assert_eq!(v["proof_verified"], true, "{stdout}");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let script = root.join("examples/python/client.py");
+    for (artifacts, status, reason) in [("pass", "PASS", ""), ("fail", "FAIL", "CI_FAILED")] {
+        let out = std::process::Command::new("python3")
+            .arg(&script)
+            .args(["--server", &serve.addr.to_string()])
+            .arg("--admin-key")
+            .arg(data.join("keys/admin.key"))
+            .arg("--artifacts")
+            .arg(root.join("cli/demo").join(artifacts))
+            .output()
+            .expect("run the Python client");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let last = stdout.lines().last().expect("output");
+        let v: serde_json::Value = serde_json::from_str(last).expect("final JSON line");
+        assert_eq!(v["status"], status, "{stdout}");
+        assert_eq!(v["reason_code"], reason, "{stdout}");
+        assert_eq!(v["proof_verified"], true, "{stdout}");
+    }
     assert_eq!(serve.terminate(), 0);
 }
 

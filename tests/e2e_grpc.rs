@@ -551,6 +551,30 @@ async fn domain_rpcs_succeed() {
             pb::VerdictStatus::Pass as i32
         ]
     );
+    // Resuming right after the FAIL verdict replays from there: the first
+    // change is after it, and the PASS verdict comes again, once.
+    let mut resumed = VerdictsClient::new(ch.clone())
+        .watch_verdicts(pb::WatchVerdictsRequest {
+            task_ids: vec![task_id.clone()],
+            from_seq: fv.verdict_seq + 1,
+        })
+        .await
+        .expect("resume watch")
+        .into_inner();
+    let mut replayed = Vec::new();
+    loop {
+        let v = tokio::time::timeout(Duration::from_secs(30), resumed.message())
+            .await
+            .expect("in time")
+            .expect("ok")
+            .expect("open");
+        replayed.push(v.as_of_seq);
+        if v.as_of_seq == pv.verdict_seq {
+            break;
+        }
+    }
+    assert!(replayed[0] > fv.verdict_seq, "{replayed:?}");
+    assert!(replayed.windows(2).all(|w| w[0] < w[1]), "{replayed:?}");
 
     // An external verifier records a check and a verdict; GetVerdict with
     // history; as of the failing verdict.

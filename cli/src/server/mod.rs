@@ -194,7 +194,6 @@ pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
         shutdown_rx.clone(),
         opts.max_inflight,
         opts.read_token.clone(),
-        opts.ledger.queue_depth as u64,
     );
 
     let (health, health_service) = tonic_health::server::health_reporter();

@@ -153,7 +153,6 @@ pub struct Shared {
     pub started: Instant,
     /// When set, read RPCs need `authorization: Bearer <token>`.
     pub read_token: Option<String>,
-    pub queue_capacity: u64,
     /// The front door of plain appends (group-commit coalescing).
     pub coalescer: Coalescer,
 }
@@ -166,7 +165,6 @@ impl Shared {
         shutdown: watch::Receiver<bool>,
         max_inflight: usize,
         read_token: Option<String>,
-        queue_capacity: u64,
     ) -> Arc<Self> {
         let ledger = docket.ledger().clone();
         let len0 = ledger.len();
@@ -190,7 +188,6 @@ impl Shared {
             metrics,
             started: Instant::now(),
             read_token,
-            queue_capacity,
         })
     }
 

@@ -76,29 +76,6 @@ pub fn export_status(e: &docket_ledger::export::ExportError) -> Status {
     }
 }
 
-/// Converts any error of the server's own plumbing: a ledger error keeps its
-/// mapping, a status passes through, anything else is `INTERNAL`.
-#[must_use]
-pub fn from_anyhow(e: &anyhow::Error) -> Status {
-    if let Some(l) = e.downcast_ref::<LedgerError>() {
-        return to_status(l);
-    }
-    if let Some(s) = e.downcast_ref::<Status>() {
-        return s.clone();
-    }
-    if let Some(c) = e.downcast_ref::<exit::CliError>() {
-        let code = match c.code {
-            exit::INVALID => Code::InvalidArgument,
-            exit::MISSING => Code::NotFound,
-            exit::HARD_FAIL => Code::FailedPrecondition,
-            _ => Code::Internal,
-        };
-        return with_exit_code(Status::new(code, c.message.clone()), c.code);
-    }
-    tracing::error!(error = %format!("{e:#}"), "internal error answering a request");
-    Status::internal(format!("{e:#}"))
-}
-
 /// A request that is malformed before it reaches the ledger (wrong field
 /// sizes, wrong kind for the RPC, …): `INVALID_ARGUMENT`, exit code 2.
 #[must_use]

@@ -1645,6 +1645,17 @@ fn the_grpc_backend_fetches_an_export_that_audits_clean() {
     let out = dir.path().join("bundle");
     docket_ledger::export::bundle::write_dir(&out, &files).expect("write bundle");
     assert!(docket_cli::server::demo::audit_dir(&out, &vkey).expect("audit"));
+    // The same through the command line: `export --server`, then an offline
+    // `audit` against the trusted key.
+    let cli_out = dir.path().join("cli-bundle.tar");
+    let cli_out_s = cli_out.to_str().expect("utf-8");
+    let (code, _, err) =
+        docket_e2e::run_docket(&["--server", &server.url(), "export", cli_out_s, "--tar"]);
+    assert_eq!(code, 0, "export --server: {err}");
+    let (code, out, err) = docket_e2e::run_docket(&["audit", cli_out_s, "--trusted-key", &vkey]);
+    assert_eq!(code, 0, "audit of a --server export: {out} {err}");
+    let (code, _, _) = docket_e2e::run_docket(&["--server", &server.url(), "export", cli_out_s]);
+    assert_eq!(code, 2, "an export never overwrites");
     drop(remote);
     server.shutdown().expect("shutdown");
 }

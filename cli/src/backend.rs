@@ -218,6 +218,18 @@ impl Drop for Embedded {
     }
 }
 
+/// A view of stored bytes: bytes the ledger stored that no longer decode are
+/// corruption (exit 5), not bad input.
+fn stored_view(seq: u64, bytes: &[u8]) -> Result<EventView> {
+    EventView::from_bytes(bytes).map_err(|e| {
+        docket_ledger::LedgerError::Corrupt {
+            location: format!("event {seq}"),
+            detail: format!("stored bytes do not decode: {e}"),
+        }
+        .into()
+    })
+}
+
 fn hexes(v: &[merkle::Hash]) -> Vec<String> {
     v.iter().map(hex::encode).collect()
 }
@@ -265,7 +277,7 @@ impl Backend for Embedded {
     }
 
     fn event(&self, seq: u64) -> Result<EventView> {
-        EventView::from_bytes(&self.ledger.event_bytes(seq)?)
+        stored_view(seq, &self.ledger.event_bytes(seq)?)
     }
 
     fn tail(
@@ -279,8 +291,8 @@ impl Backend for Embedded {
             let len = self.ledger.len();
             while next < len {
                 let to = (next + 1024).min(len);
-                for (_, bytes) in self.ledger.store().event_range(next, to)? {
-                    if !on_event(EventView::from_bytes(&bytes)?) {
+                for (seq, bytes) in self.ledger.store().event_range(next, to)? {
+                    if !on_event(stored_view(seq, &bytes)?) {
                         return Ok(());
                     }
                 }

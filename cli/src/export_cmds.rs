@@ -97,11 +97,7 @@ fn run_export(args: &ExportArgs, ctx: &Ctx) -> Result<u8> {
     let options = export_options(args)?;
     let backend = ctx.backend()?;
     let Some(embedded) = backend.embedded() else {
-        return Err(CliError::new(
-            exit::USAGE,
-            "export reads the data directory itself; run it where the ledger lives (without --server)",
-        )
-        .into());
+        return run_remote_export(args, options, backend, ctx);
     };
     let report = export::export(&embedded.ledger, &options, &args.out, args.tar)
         .map_err(|e| export_error(&e))?;
@@ -130,6 +126,65 @@ fn run_export(args: &ExportArgs, ctx: &Ctx) -> Result<u8> {
             s += &format!("\n  attestations: {}", report.attestations);
         }
         s + &format!("\n  {} files, {} bytes", report.files, report.bytes)
+    });
+    Ok(exit::OK)
+}
+
+/// `--server`: the server builds the bundle and streams its files (each
+/// checked against its SHA-256 by the client); we write them here exactly as
+/// an embedded export would, then audit nothing — `docket audit` does that.
+fn run_remote_export(
+    args: &ExportArgs,
+    options: ExportOptions,
+    backend: &dyn crate::backend::Backend,
+    ctx: &Ctx,
+) -> Result<u8> {
+    use docket_proto::v1 as pb;
+    if args.out.exists() {
+        return Err(CliError::new(
+            exit::INVALID,
+            format!(
+                "{} already exists; an export never overwrites",
+                args.out.display()
+            ),
+        )
+        .into());
+    }
+    let request = pb::ExportRequest {
+        task_ids: options.tasks.clone(),
+        from_seq: options.from.unwrap_or(0),
+        to_seq: options.to.unwrap_or(0),
+        as_of: options.as_of.map(|a| pb::AsOf {
+            point: Some(match a {
+                AsOf::Seq(s) => pb::as_of::Point::Seq(s),
+                AsOf::TimeMs(ms) => pb::as_of::Point::Time(crate::output::rfc3339_ms(ms)),
+            }),
+        }),
+        with_blobs: options.with_blobs,
+        since_checkpoint: options.since_note.clone().unwrap_or_default(),
+        format: match options.format {
+            ExportFormat::Vsa => "vsa".into(),
+            _ => "bundle".into(),
+        },
+    };
+    let files = backend.export_files(request)?;
+    let bytes: usize = files.values().map(Vec::len).sum();
+    let written = if args.tar {
+        export::bundle::write_tar(&args.out, &files)
+    } else {
+        export::bundle::write_dir(&args.out, &files)
+    };
+    written.map_err(|e| export_error(&e))?;
+    let value = serde_json::json!({
+        "out": args.out, "tar": args.tar, "files": files.len(), "bytes": bytes, "server": ctx.server,
+    });
+    ctx.out.emit(&value, || {
+        format!(
+            "exported {} files, {bytes} bytes from {} to {}",
+            files.len(),
+            ctx.server.as_deref().unwrap_or("the server"),
+            args.out.display()
+        )
     });
     Ok(exit::OK)
 }

@@ -82,7 +82,10 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    init_tracing();
+    init_tracing(matches!(
+        cli.command,
+        Command::Server(server::ServerCmd::Serve(_))
+    ));
     let out = Output { json: cli.json };
     let ctx = Ctx::new(cli.data.clone(), cli.server.clone(), out);
     let result = match &cli.command {
@@ -120,9 +123,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_tracing() {
+/// Logs go to stderr; `DOCKET_LOG` sets the filter (default: `info` for the
+/// server, `warn` for one-shot commands).
+fn init_tracing(serving: bool) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("DOCKET_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let default = if serving { "info" } else { "warn" };
+    let filter = EnvFilter::try_from_env("DOCKET_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -34,7 +34,6 @@ pub struct LedgerState {
     pub retention: crate::retention::RetentionState,
 }
 
-
 impl LedgerState {
     /// Decides whether `stmt` may be appended at `ctx`. Pure: reads only
     /// `self`. The signature has already been verified.
@@ -110,7 +109,10 @@ impl LedgerState {
         }
         keys::parse_public(&g.admin_key)?;
         if g.admin_key == g.ledger_key {
-            return Err(invalid("genesis", "the admin key must differ from the ledger key"));
+            return Err(invalid(
+                "genesis",
+                "the admin key must differ from the ledger key",
+            ));
         }
         if g.origin.is_empty() || g.origin.contains('\n') {
             return Err(invalid("genesis", "origin must be one non-empty line"));
@@ -198,7 +200,11 @@ impl LedgerState {
     }
 
     /// Rebuilds state from snapshots all taken at the same sequence.
-    pub fn from_snapshots(applied: u64, last_recorded_at_ms: u64, parts: &[(String, Vec<u8>)]) -> Result<Self> {
+    pub fn from_snapshots(
+        applied: u64,
+        last_recorded_at_ms: u64,
+        parts: &[(String, Vec<u8>)],
+    ) -> Result<Self> {
         let mut state = LedgerState {
             applied,
             last_recorded_at_ms,
@@ -248,7 +254,12 @@ pub fn first_difference(name: &str, stored: &[u8], rebuilt: &[u8]) -> String {
     ) else {
         return format!("{name}: stored snapshot does not parse");
     };
-    fn walk(path: &str, a: &serde_json::Value, b: &serde_json::Value, depth: usize) -> Option<String> {
+    fn walk(
+        path: &str,
+        a: &serde_json::Value,
+        b: &serde_json::Value,
+        depth: usize,
+    ) -> Option<String> {
         if a == b {
             return None;
         }
@@ -266,8 +277,12 @@ pub fn first_difference(name: &str, stored: &[u8], rebuilt: &[u8]) -> String {
                                 return Some(found);
                             }
                         }
-                        (Some(_), None) => return Some(format!("{path}/{k} only in the stored snapshot")),
-                        (None, Some(_)) => return Some(format!("{path}/{k} only in the rebuilt state")),
+                        (Some(_), None) => {
+                            return Some(format!("{path}/{k} only in the stored snapshot"));
+                        }
+                        (None, Some(_)) => {
+                            return Some(format!("{path}/{k} only in the rebuilt state"));
+                        }
                         (None, None) => {}
                     }
                 }

@@ -468,6 +468,18 @@ pub struct Removal {
     pub redacted_size: Option<u64>,
 }
 
+impl Removal {
+    /// " by event SEQ at TIME (REASON)": how errors name the removal.
+    pub fn describe(&self) -> String {
+        format!(
+            " by event {} at {} ({})",
+            self.seq,
+            super::payloads::ms_to_rfc3339(self.at_ms),
+            self.reason
+        )
+    }
+}
+
 /// One OID.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OidRecord {

@@ -749,14 +749,7 @@ impl Docket {
                 .record
                 .removal
                 .as_ref()
-                .map(|r| {
-                    format!(
-                        " by event {} at {} ({})",
-                        r.seq,
-                        ms_to_rfc3339(r.at_ms),
-                        r.reason
-                    )
-                })
+                .map(super::projections::Removal::describe)
                 .unwrap_or_default();
             return Err(LedgerError::FailedPrecondition(format!(
                 "the content of {} was {}{why}",

@@ -60,14 +60,7 @@ fn not_expired(oid: &str, record: &OidRecord, action: &str) -> Result<()> {
     let why = record
         .removal
         .as_ref()
-        .map(|r| {
-            format!(
-                " by event {} at {} ({})",
-                r.seq,
-                ms_to_rfc3339(r.at_ms),
-                r.reason
-            )
-        })
+        .map(crate::domain::projections::Removal::describe)
         .unwrap_or_default();
     Err(LedgerError::FailedPrecondition(format!(
         "the content of {oid} expired{why}: nothing to {action}"

@@ -809,14 +809,7 @@ fn removed_error(view: &EvidenceView) -> LedgerError {
         .record
         .removal
         .as_ref()
-        .map(|r| {
-            format!(
-                " by event {} at {} ({})",
-                r.seq,
-                ms_to_rfc3339(r.at_ms),
-                r.reason
-            )
-        })
+        .map(crate::domain::projections::Removal::describe)
         .unwrap_or_default();
     LedgerError::FailedPrecondition(format!(
         "the content of {} was {}{why}",

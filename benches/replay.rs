@@ -35,6 +35,14 @@ fn bench(c: &mut Criterion) {
 
     let msgs = signed_messages(EVENTS as usize);
     let verify_rate = verify_batch_rate(&msgs, 128);
+    // One warm-up pass (page cache, allocator), then the timed one.
+    replay::replay(
+        store.as_ref(),
+        &verifier,
+        ReplayOptions::default(),
+        &mut |_, _| {},
+    )
+    .expect("warm-up replay");
     let start = Instant::now();
     let (report, _) = replay::replay(
         store.as_ref(),

@@ -239,13 +239,11 @@ pub(crate) fn batch_ok<'a>(events: impl Iterator<Item = &'a Event>) -> bool {
     let mut messages = Vec::new();
     let mut signatures = Vec::new();
     let mut keys = Vec::new();
+    let mut cache = KeyCache::default();
     for e in events {
-        let Ok(key) = VerifyingKey::from_bytes(&e.author) else {
+        let Some(key) = cache.key(&e.author) else {
             return false;
         };
-        if key.is_weak() {
-            return false;
-        }
         messages.push(e.signing_message());
         signatures.push(Signature::from_bytes(&e.signature));
         keys.push(key);
@@ -259,19 +257,35 @@ pub(crate) fn statements_batch_ok(stmts: &[&Statement]) -> bool {
     let mut messages = Vec::with_capacity(stmts.len());
     let mut signatures = Vec::with_capacity(stmts.len());
     let mut keys = Vec::with_capacity(stmts.len());
+    let mut cache = KeyCache::default();
     for s in stmts {
-        let Ok(key) = VerifyingKey::from_bytes(&s.author) else {
+        let Some(key) = cache.key(&s.author) else {
             return false;
         };
-        if key.is_weak() {
-            return false;
-        }
         messages.push(signing_message(&s.kind, &s.payload));
         signatures.push(Signature::from_bytes(&s.signature));
         keys.push(key);
     }
     let refs: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
     ed25519_dalek::verify_batch(&refs, &signatures, &keys).is_ok()
+}
+
+/// Decompressed public keys of one batch: a log has few authors, and point
+/// decompression costs about as much as a third of a verification.
+#[derive(Default)]
+struct KeyCache {
+    keys: std::collections::HashMap<[u8; 32], Option<VerifyingKey>>,
+}
+
+impl KeyCache {
+    /// The key, or None when it does not decode or is weak (small order).
+    fn key(&mut self, bytes: &[u8; 32]) -> Option<VerifyingKey> {
+        *self.keys.entry(*bytes).or_insert_with(|| {
+            VerifyingKey::from_bytes(bytes)
+                .ok()
+                .filter(|k| !k.is_weak())
+        })
+    }
 }
 
 impl AsRef<Event> for Event {

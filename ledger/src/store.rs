@@ -54,6 +54,16 @@ pub trait Store: NodeSource + Send + Sync {
     fn event_range(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>>;
     /// Sequence number of the event that first carried a statement digest.
     fn statement_seq(&self, digest: &Hash) -> Result<Option<u64>>;
+    /// Calls `f` with every statement digest in the log (to build the
+    /// ledger's in-memory filter when it opens).
+    fn for_each_statement(&self, f: &mut dyn FnMut(Hash)) -> Result<()>;
+    /// Stored leaf hashes (Merkle level 0) of events `from..to` that exist,
+    /// in order. Replay compares them with the hashes of the stored bytes.
+    fn leaf_hashes(&self, from: u64, to: u64) -> Result<Vec<(u64, Hash)>> {
+        Ok((from..to)
+            .filter_map(|i| self.node(0, i).ok().map(|h| (i, h)))
+            .collect())
+    }
     /// The checkpoint for exactly `size`, or the latest when `size` is None.
     fn checkpoint(&self, size: Option<u64>) -> Result<Option<(u64, String)>>;
     /// Durably stores a projection snapshot reflecting events `..seq`.
@@ -285,6 +295,31 @@ impl Store for SledStore {
         for item in self.tree.range(event_key(from)..event_key(to)) {
             let (k, v) = item.map_err(|e| LedgerError::store("scanning events", e))?;
             out.push((seq_from(&k[1..], "event key")?, v.to_vec()));
+        }
+        Ok(out)
+    }
+
+    fn for_each_statement(&self, f: &mut dyn FnMut(Hash)) -> Result<()> {
+        for item in self.tree.scan_prefix(b"s") {
+            let (k, _) = item.map_err(|e| LedgerError::store("scanning statement digests", e))?;
+            if let Ok(d) = <[u8; 32]>::try_from(&k[1..]) {
+                f(d);
+            }
+        }
+        Ok(())
+    }
+
+    fn leaf_hashes(&self, from: u64, to: u64) -> Result<Vec<(u64, Hash)>> {
+        let mut out = Vec::new();
+        if from >= to {
+            return Ok(out);
+        }
+        for item in self.tree.range(node_key(0, from)..node_key(0, to)) {
+            let (k, v) = item.map_err(|e| LedgerError::store("scanning Merkle leaves", e))?;
+            let seq = seq_from(&k[2..], "Merkle leaf key")?;
+            if let Ok(h) = <[u8; 32]>::try_from(v.as_ref()) {
+                out.push((seq, h));
+            }
         }
         Ok(out)
     }

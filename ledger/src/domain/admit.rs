@@ -151,10 +151,7 @@ fn admit_task(state: &LedgerState, stmt: &Statement) -> Result<()> {
 pub fn evidence_schema(payload: &[u8]) -> Result<EvidenceRegistered> {
     const WHAT: &str = kinds::EVIDENCE_REGISTERED;
     let map = json_object(WHAT, payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     f.only(&[
         "task_id",
         "evidence_type",
@@ -230,10 +227,7 @@ fn admit_execution(state: &LedgerState, stmt: &Statement) -> Result<()> {
         Err(vs) => vs.iter().map(ToString::to_string).collect(),
     };
     let map = json_object(WHAT, &stmt.payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     let task_id = f.text("task_id", true, MAX_LABEL).map(str::to_string);
     let oids = read_oids(&mut f, false);
     violations.extend(f.violations);
@@ -251,10 +245,7 @@ fn admit_submission(state: &LedgerState, stmt: &Statement) -> Result<()> {
         Err(vs) => vs.iter().map(ToString::to_string).collect(),
     };
     let map = json_object(WHAT, &stmt.payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     let oids = read_oids(&mut f, true);
     violations.extend(f.violations);
     finish(WHAT, violations)?;
@@ -315,10 +306,7 @@ fn judged_submission(task: &TaskState, submission_seq: Option<u64>) -> Result<u6
 fn admit_check(state: &LedgerState, stmt: &Statement) -> Result<()> {
     const WHAT: &str = kinds::CHECK_RECORDED;
     let map = json_object(WHAT, &stmt.payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     f.only(&["task_id", "submission_seq", "name", "passed", "details"]);
     let task_id = f.text("task_id", true, MAX_LABEL);
     let submission_seq = f.u64("submission_seq", false);
@@ -347,10 +335,7 @@ fn admit_verdict(state: &LedgerState, stmt: &Statement) -> Result<()> {
         Err(vs) => vs.iter().map(ToString::to_string).collect(),
     };
     let map = json_object(WHAT, &stmt.payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     let submission_seq = f.u64("submission_seq", false);
     let oids = read_oids(&mut f, false);
     violations.extend(f.violations);
@@ -412,10 +397,7 @@ fn admit_verdict(state: &LedgerState, stmt: &Statement) -> Result<()> {
 fn admit_approval_request(state: &LedgerState, stmt: &Statement, ctx: &AdmitContext) -> Result<()> {
     const WHAT: &str = kinds::APPROVAL_REQUESTED;
     let map = json_object(WHAT, &stmt.payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     f.only(&[
         "task_id",
         "actor",
@@ -458,10 +440,7 @@ fn admit_approval_decision(
     let what = stmt.kind.as_str();
     let granted = what == kinds::APPROVAL_GRANTED;
     let map = json_object(what, &stmt.payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     f.only(&[
         "task_id",
         "request_seq",

@@ -285,6 +285,14 @@ pub(crate) struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
+    /// Starts checking the fields of `map`, with no violations yet.
+    pub fn new(map: &'a Map<String, Value>) -> Self {
+        Self {
+            map,
+            violations: Vec::new(),
+        }
+    }
+
     /// Refuses keys outside `known`.
     pub fn only(&mut self, known: &[&str]) {
         for k in self.map.keys() {

@@ -182,10 +182,7 @@ fn class_field(f: &mut Fields<'_>, key: &str, required: bool, allowed: &[&str]) 
 pub fn policy_set(payload: &[u8]) -> Result<PolicySet> {
     const WHAT: &str = kinds::POLICY_SET;
     let map = json_object(WHAT, payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     f.only(&[
         "routine_days",
         "high_impact_days",
@@ -208,10 +205,7 @@ pub fn policy_set(payload: &[u8]) -> Result<PolicySet> {
 pub fn pinned(payload: &[u8]) -> Result<Pinned> {
     const WHAT: &str = kinds::PINNED;
     let map = json_object(WHAT, payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     f.only(&["oid", "reason"]);
     oid_field(&mut f);
     f.text("reason", false, MAX_REASON);
@@ -223,10 +217,7 @@ pub fn pinned(payload: &[u8]) -> Result<Pinned> {
 pub fn unpinned(payload: &[u8]) -> Result<Unpinned> {
     const WHAT: &str = kinds::UNPINNED;
     let map = json_object(WHAT, payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     f.only(&["oid", "class", "reason"]);
     oid_field(&mut f);
     class_field(
@@ -244,10 +235,7 @@ pub fn unpinned(payload: &[u8]) -> Result<Unpinned> {
 pub fn reclassified(payload: &[u8]) -> Result<Reclassified> {
     const WHAT: &str = kinds::RECLASSIFIED;
     let map = json_object(WHAT, payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     f.only(&["oid", "class", "reason"]);
     oid_field(&mut f);
     class_field(&mut f, "class", true, &classes::ALL);
@@ -260,10 +248,7 @@ pub fn reclassified(payload: &[u8]) -> Result<Reclassified> {
 pub fn redacted(payload: &[u8]) -> Result<Redacted> {
     const WHAT: &str = kinds::REDACTED;
     let map = json_object(WHAT, payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     f.only(&[
         "oid",
         "original_sha256",
@@ -318,10 +303,7 @@ pub fn redacted(payload: &[u8]) -> Result<Redacted> {
 pub fn sweep(payload: &[u8]) -> Result<(Sweep, Option<u64>)> {
     const WHAT: &str = kinds::SWEEP;
     let map = json_object(WHAT, payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     f.only(&["now", "note"]);
     let now = f.timestamp("now", false);
     let now_ms = match now {
@@ -343,10 +325,7 @@ pub fn sweep(payload: &[u8]) -> Result<(Sweep, Option<u64>)> {
 pub fn expired(payload: &[u8]) -> Result<Expired> {
     const WHAT: &str = kinds::EXPIRED;
     let map = json_object(WHAT, payload)?;
-    let mut f = Fields {
-        map: &map,
-        violations: Vec::new(),
-    };
+    let mut f = Fields::new(&map);
     f.only(&["oid", "as_of_ms", "sweep_seq", "reason"]);
     oid_field(&mut f);
     f.u64("as_of_ms", true);

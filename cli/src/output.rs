@@ -39,16 +39,9 @@ impl Output {
     }
 }
 
-/// Formats Unix milliseconds as RFC 3339 UTC.
+/// Formats Unix milliseconds as RFC 3339 UTC (the ledger's one formatter).
 pub fn rfc3339_ms(ms: u64) -> String {
-    let nanos = i128::from(ms) * 1_000_000;
-    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| ms.to_string())
+    docket_ledger::domain::payloads::ms_to_rfc3339(ms)
 }
 
 /// Parses RFC 3339 into Unix milliseconds.

@@ -1333,42 +1333,53 @@ fn cli_over_grpc_matches_embedded_output_and_exit_codes() {
         vec!["prove", "consistency", "3", "2"],
         vec!["checkpoint", "--vkey"],
     ];
-    let mut remote = Vec::new();
-    for c in &commands {
+    let remote = run_in_both_formats(&["--server", url.as_str()], &commands);
+    assert_eq!(serve.terminate(), 0, "SIGTERM: graceful exit 0");
+    let embedded = run_in_both_formats(&["--data", data_s.as_str()], &commands);
+    assert_modes_agree(&commands, &remote, &embedded, true);
+}
+
+/// Runs every command in `commands` after `mode` (`--server URL` or `--data
+/// DIR`), first with human output then with `--json`.
+fn run_in_both_formats(mode: &[&str], commands: &[Vec<&str>]) -> Vec<(i32, String, String)> {
+    let mut results = Vec::new();
+    for c in commands {
         for json_flag in [false, true] {
-            let mut args = vec!["--server", url.as_str()];
+            let mut args = mode.to_vec();
             if json_flag {
                 args.push("--json");
             }
             args.extend(c.iter().copied());
-            remote.push(run_docket(&args));
+            results.push(run_docket(&args));
         }
     }
-    assert_eq!(serve.terminate(), 0, "SIGTERM: graceful exit 0");
+    results
+}
 
-    let mut i = 0;
-    for c in &commands {
-        for json_flag in [false, true] {
-            let mut args = vec!["--data", data_s.as_str()];
-            if json_flag {
-                args.push("--json");
-            }
-            args.extend(c.iter().copied());
-            let (code, out, err) = run_docket(&args);
-            let (rcode, rout, rerr) = &remote[i];
+/// `--server` and embedded runs of the same commands gave the same exit
+/// codes and stdout (and, with `compare_errors`, the same error text).
+fn assert_modes_agree(
+    commands: &[Vec<&str>],
+    remote: &[(i32, String, String)],
+    embedded: &[(i32, String, String)],
+    compare_errors: bool,
+) {
+    let runs = commands
+        .iter()
+        .flat_map(|c| [(c, false), (c, true)])
+        .zip(remote.iter().zip(embedded));
+    for ((c, json_flag), ((rcode, rout, rerr), (code, out, err))) in runs {
+        assert_eq!(
+            code, rcode,
+            "exit code of {c:?} (json {json_flag}): {err} / {rerr}"
+        );
+        assert_eq!(out, rout, "output of {c:?} (json {json_flag})");
+        if compare_errors && *code != 0 {
             assert_eq!(
-                code, *rcode,
-                "exit code of {c:?} (json {json_flag}): {err} / {rerr}"
+                err.trim_start_matches("error: "),
+                rerr.trim_start_matches("error: "),
+                "error of {c:?}"
             );
-            assert_eq!(&out, rout, "output of {c:?} (json {json_flag})");
-            if code != 0 {
-                assert_eq!(
-                    err.trim_start_matches("error: "),
-                    rerr.trim_start_matches("error: "),
-                    "error of {c:?}"
-                );
-            }
-            i += 1;
         }
     }
 }
@@ -1736,36 +1747,10 @@ fn domain_cli_over_grpc_matches_embedded() {
         vec!["task", "show", task],
         vec!["task", "show", unknown],
     ];
-    let mut remote = Vec::new();
-    for r in &reads {
-        for json_flag in [false, true] {
-            let mut args = vec!["--server", url.as_str()];
-            if json_flag {
-                args.push("--json");
-            }
-            args.extend(r.iter().copied());
-            remote.push(run_docket(&args));
-        }
-    }
+    let remote = run_in_both_formats(&["--server", url.as_str()], &reads);
     assert_eq!(serve.terminate(), 0);
-    let mut i = 0;
-    for r in &reads {
-        for json_flag in [false, true] {
-            let mut args = vec!["--data", data_s.as_str()];
-            if json_flag {
-                args.push("--json");
-            }
-            args.extend(r.iter().copied());
-            let (code, out, err) = run_docket(&args);
-            let (rcode, rout, rerr) = &remote[i];
-            assert_eq!(
-                code, *rcode,
-                "exit code of {r:?} (json {json_flag}): {err} / {rerr}"
-            );
-            assert_eq!(&out, rout, "output of {r:?} (json {json_flag})");
-            i += 1;
-        }
-    }
+    let embedded = run_in_both_formats(&["--data", data_s.as_str()], &reads);
+    assert_modes_agree(&reads, &remote, &embedded, false);
 }
 
 // ------------------------------------------------------------ TLS

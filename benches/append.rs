@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use docket_benches::{report_ratio, signed_messages, sled_insert_fsync_rate, verify_batch_rate};
-use docket_ledger::keys::{self, Role};
-use docket_ledger::{Ledger, Statement};
+use docket_domain::keys::{self, Role};
+use docket_domain::{Ledger, Statement};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -19,7 +19,7 @@ struct Fixture {
 
 fn fixture() -> Arc<Fixture> {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (ledger, info) = Ledger::init(dir.path(), None).expect("init");
+    let (ledger, info) = docket_domain::ledger::init(dir.path(), None).expect("init");
     let admin = keys::read_key_file(&info.admin_key_path).expect("admin key");
     let writer = keys::generate().expect("key");
     let reg = format!(

@@ -1,4 +1,4 @@
-//! Offline bundle audit throughput (`docket_ledger::export::audit`) against
+//! Offline bundle audit throughput (`docket_domain::export::audit`) against
 //! its physical limit measured in the same run: raw `ed25519_dalek::
 //! verify_batch` over the same signatures on all cores, with the signing
 //! messages precomputed.
@@ -15,10 +15,10 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use docket_ledger::Statement;
-use docket_ledger::event::Event;
-use docket_ledger::export::{self, AuditOptions, ExportOptions, LogSource, MemoryLog};
-use docket_ledger::keys::Role;
+use docket_domain::Statement;
+use docket_domain::event::Event;
+use docket_domain::export::{self, AuditOptions, ExportOptions, LogSource, MemoryLog};
+use docket_domain::keys::Role;
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use rayon::prelude::*;
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use docket_benches::report_ratio;
 use docket_cli::server::{ServeOptions, convert, spawn};
-use docket_ledger::{Statement, keys};
+use docket_domain::{Statement, keys};
 use docket_proto::v1 as pb;
 use docket_proto::v1::ledger_client::LedgerClient;
 use ed25519_dalek::SigningKey;
@@ -183,7 +183,7 @@ async fn streaming(
 }
 
 /// In-process `Ledger::append` from `CLIENTS` threads (pre-signed).
-fn in_process(ledger: &docket_ledger::Ledger, key: &SigningKey, dur: Duration) -> Run {
+fn in_process(ledger: &docket_domain::Ledger, key: &SigningKey, dur: Duration) -> Run {
     let per = 40_000 / CLIENTS;
     let batches: Vec<Vec<Statement>> = (0..CLIENTS)
         .map(|c| {

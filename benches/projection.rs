@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use docket_benches::report_ratio;
-use docket_ledger::authority::GENESIS;
-use docket_ledger::domain::query;
-use docket_ledger::event::{EVENT_FORMAT, Event, Statement};
-use docket_ledger::keys::Role;
-use docket_ledger::projection::GenesisPayload;
-use docket_ledger::state::{AdmitContext, LedgerState};
-use docket_ledger::store::{CommitBatch, SledStore, Store};
+use docket_domain::authority::GENESIS;
+use docket_domain::domain::query;
+use docket_domain::event::{EVENT_FORMAT, Event, Statement};
+use docket_domain::keys::Role;
+use docket_domain::projection::GenesisPayload;
+use docket_domain::state::{AdmitContext, LedgerState};
+use docket_domain::store::{CommitBatch, SledStore, Store};
 use ed25519_dalek::SigningKey;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -52,7 +52,7 @@ fn stream() -> Vec<Event> {
             signature: [0; 64],
         };
         let seq = events.len() as u64;
-        let minted = docket_ledger::domain::oid::of_statement(&stmt, time);
+        let minted = docket_domain::domain::oid::of_statement(&stmt, time);
         let ctx = AdmitContext {
             seq,
             recorded_at_ms: time,
@@ -119,9 +119,9 @@ fn stream() -> Vec<Event> {
         for (i, name) in names.iter().enumerate() {
             let (_, oid) = push(
                 "evidence.registered",
-                json!({"task_id": task_id, "evidence_type": docket_ledger::domain::payloads::guess_evidence_type(name),
+                json!({"task_id": task_id, "evidence_type": docket_domain::domain::payloads::guess_evidence_type(name),
                        "sha256": hex::encode(Sha256::digest(format!("{t}/{i}"))), "size": 1000 + i,
-                       "media_type": docket_ledger::domain::payloads::guess_media_type(name), "name": name}),
+                       "media_type": docket_domain::domain::payloads::guess_media_type(name), "name": name}),
                 &sub,
                 &mut state,
             );

@@ -1,4 +1,4 @@
-//! Merkle proof generation at 1M leaves (RFC 9162, `docket_ledger::merkle`).
+//! Merkle proof generation at 1M leaves (RFC 9162, `docket_domain::merkle`).
 //!
 //! The tree is built once with `Frontier` into a map-backed `NodeSource`
 //! (every complete node, as the sled store persists them), outside the timed
@@ -14,7 +14,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use docket_ledger::merkle::{
+use docket_domain::merkle::{
     Frontier, Hash, MerkleError, NodeSource, consistency_proof, inclusion_proof, leaf_hash,
     node_hash,
 };
@@ -160,19 +160,19 @@ fn benches(c: &mut Criterion) {
 
     // The real store: every complete node in sled, as the ledger persists them.
     let dir = tempfile::tempdir().expect("temp dir");
-    let sled_store = docket_ledger::store::SledStore::open(dir.path()).expect("sled store");
+    let sled_store = docket_domain::store::SledStore::open(dir.path()).expect("sled store");
     let t = Instant::now();
-    let mut batch = docket_ledger::store::CommitBatch::default();
+    let mut batch = docket_domain::store::CommitBatch::default();
     let mut sorted: Vec<(u8, u64, Hash)> = hashed.0.iter().map(|(&(l, i), h)| (l, i, *h)).collect();
     sorted.sort_unstable_by_key(|&(l, i, _)| (l, i));
     for (level, index, h) in sorted {
         batch.nodes.push((level, index, h));
         if batch.nodes.len() == 100_000 {
-            docket_ledger::store::Store::commit(&sled_store, &batch).expect("commit nodes");
+            docket_domain::store::Store::commit(&sled_store, &batch).expect("commit nodes");
             batch.nodes.clear();
         }
     }
-    docket_ledger::store::Store::commit(&sled_store, &batch).expect("commit nodes");
+    docket_domain::store::Store::commit(&sled_store, &batch).expect("commit nodes");
     println!(
         "[proofs] wrote {} nodes to sled in {:?}",
         hashed.0.len(),

@@ -6,15 +6,15 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use docket_benches::{report_ratio, signed_messages, verify_batch_rate};
-use docket_ledger::keys;
-use docket_ledger::replay::{self, ReplayOptions};
-use docket_ledger::{Ledger, Statement};
+use docket_domain::keys;
+use docket_domain::replay::{self, ReplayOptions};
+use docket_domain::Statement;
 
 const EVENTS: u64 = 50_000;
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (ledger, info) = Ledger::init(dir.path(), None).expect("init");
+    let (ledger, info) = docket_domain::ledger::init(dir.path(), None).expect("init");
     let admin = keys::read_key_file(&info.admin_key_path).expect("admin key");
     let mut pending = Vec::new();
     for i in 1..EVENTS {

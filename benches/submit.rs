@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use docket_benches::fsync_latency;
-use docket_ledger::Statement;
-use docket_ledger::domain::payloads::{guess_evidence_type, guess_media_type, submission_payload};
-use docket_ledger::domain::{Docket, DocketOptions};
-use docket_ledger::keys::{self, Role};
+use docket_domain::Statement;
+use docket_domain::domain::payloads::{guess_evidence_type, guess_media_type, submission_payload};
+use docket_domain::domain::{Docket, DocketOptions};
+use docket_domain::keys::{self, Role};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 

@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use docket_benches::report_ratio;
-use docket_ledger::LedgerState;
-use docket_ledger::domain::projections::Hex32;
-use docket_ledger::domain::{OidRecord, OidState, oid};
-use docket_ledger::event::{EVENT_FORMAT, Event};
-use docket_ledger::retention::state::{PinInfo, PolicyRecord};
-use docket_ledger::retention::{Policy, rules, status};
+use docket_domain::LedgerState;
+use docket_domain::domain::projections::Hex32;
+use docket_domain::domain::{OidRecord, OidState, oid};
+use docket_domain::event::{EVENT_FORMAT, Event};
+use docket_domain::retention::state::{PinInfo, PolicyRecord};
+use docket_domain::retention::{Policy, rules, status};
 use serde_json::json;
 
 const OIDS: u64 = 1_000_000;

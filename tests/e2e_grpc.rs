@@ -9,7 +9,7 @@ use docket_e2e::{
     ServeProcess, TestServer, demo_files, fresh_key, new_task_id, public_hex, register_key,
     run_docket, sign, sign_bytes, task_contract,
 };
-use docket_ledger::merkle;
+use docket_domain::merkle;
 use docket_proto::v1 as pb;
 use docket_proto::v1::admin_client::AdminClient;
 use docket_proto::v1::approvals_client::ApprovalsClient;
@@ -290,8 +290,8 @@ async fn ledger_keys_and_admin_rpcs_succeed() {
     // Checkpoint, inclusion and consistency proofs, verified locally.
     let cp = checkpoint(&ch).await;
     assert_eq!(cp.size, n);
-    let verifier = docket_ledger::checkpoint::NoteVerifier::parse(&cp.verifier_key).expect("vkey");
-    let opened = docket_ledger::checkpoint::open_note(&cp.note, &verifier).expect("signed");
+    let verifier = docket_domain::checkpoint::NoteVerifier::parse(&cp.verifier_key).expect("vkey");
+    let opened = docket_domain::checkpoint::open_note(&cp.note, &verifier).expect("signed");
     assert_eq!(
         (opened.size, opened.root.to_vec()),
         (cp.size, cp.root.clone())
@@ -1177,7 +1177,7 @@ async fn graceful_shutdown_keeps_every_acknowledged_append() {
         acked.extend(task.await.expect("client"));
     }
     assert!(!acked.is_empty());
-    let ledger = docket_ledger::Ledger::open(&data, docket_ledger::LedgerOptions::default())
+    let ledger = docket_domain::Ledger::open(&data, docket_domain::LedgerOptions::default())
         .expect("reopen");
     for (seq, leaf) in &acked {
         assert_eq!(
@@ -1206,12 +1206,12 @@ fn a_tail_resumes_by_sequence_across_a_server_restart() {
     let addr = first.addr;
     let url = first.url();
     let admin =
-        docket_ledger::keys::read_key_file(&first.init().expect("initialised").admin_key_path)
+        docket_domain::keys::read_key_file(&first.init().expect("initialised").admin_key_path)
             .expect("admin key");
     let remote = docket_cli::client::Remote::connect(&url).expect("client");
     let writer = fresh_key();
     remote
-        .append(docket_ledger::Statement::sign(
+        .append(docket_domain::Statement::sign(
             "key.registered",
             json!({"public_key": public_hex(&writer), "roles": ["submitter"]})
                 .to_string()
@@ -1221,7 +1221,7 @@ fn a_tail_resumes_by_sequence_across_a_server_restart() {
         .expect("register writer");
     let append = |remote: &docket_cli::client::Remote, n: u64| {
         remote
-            .append(docket_ledger::Statement::sign(
+            .append(docket_domain::Statement::sign(
                 "x-tick",
                 json!({"n": n}).to_string().into_bytes(),
                 &writer,
@@ -1654,7 +1654,7 @@ fn the_grpc_backend_fetches_an_export_that_audits_clean() {
         .expect("export over gRPC");
     assert!(files.contains_key("manifest.json"), "{:?}", files.keys());
     let out = dir.path().join("bundle");
-    docket_ledger::export::bundle::write_dir(&out, &files).expect("write bundle");
+    docket_domain::export::bundle::write_dir(&out, &files).expect("write bundle");
     assert!(docket_cli::server::demo::audit_dir(&out, &vkey).expect("audit"));
     // The same through the command line: `export --server`, then an offline
     // `audit` against the trusted key.

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use docket_cli::server::{RunningServer, ServeOptions};
-use docket_ledger::{Statement, keys};
+use docket_domain::{Statement, keys};
 use docket_proto::v1 as pb;
 use ed25519_dalek::SigningKey;
 use serde_json::Value;

@@ -8,8 +8,8 @@ use std::sync::mpsc::Receiver;
 
 use anyhow::Result;
 use base64::Engine as _;
-use docket_ledger::merkle;
-use docket_ledger::{Event, Ledger, LedgerOptions, Receipt, Statement};
+use docket_domain::merkle;
+use docket_domain::{Event, Ledger, LedgerOptions, Receipt, Statement};
 use serde::Serialize;
 
 use crate::exit::{self, CliError};
@@ -176,7 +176,7 @@ pub trait Backend {
     /// The files of an export bundle built by a server
     /// (`Export.ExportBundle`), by bundle path, each checked against the
     /// SHA-256 the server sent. Only the gRPC backend implements it; write
-    /// them with `docket_ledger::export::bundle::{write_dir, write_tar}`.
+    /// them with `docket_domain::export::bundle::{write_dir, write_tar}`.
     fn export_files(
         &self,
         _request: docket_proto::v1::ExportRequest,
@@ -194,7 +194,7 @@ pub struct Embedded {
 impl Embedded {
     /// Opens the ledger in `dir`.
     pub fn open(dir: &std::path::Path) -> Result<Self> {
-        if !docket_ledger::ledger::exists(dir) {
+        if !docket_domain::ledger::exists(dir) {
             return Err(CliError::new(
                 exit::MISSING,
                 format!(
@@ -222,7 +222,7 @@ impl Drop for Embedded {
 /// corruption (exit 5), not bad input.
 fn stored_view(seq: u64, bytes: &[u8]) -> Result<EventView> {
     EventView::from_bytes(bytes).map_err(|e| {
-        docket_ledger::LedgerError::Corrupt {
+        docket_domain::LedgerError::Corrupt {
             location: format!("event {seq}"),
             detail: format!("stored bytes do not decode: {e}"),
         }

@@ -12,7 +12,7 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use docket_ledger::Statement;
+use docket_domain::Statement;
 use docket_proto::v1 as pb;
 use docket_proto::v1::ledger_client::LedgerClient;
 use tokio::sync::mpsc;
@@ -525,7 +525,7 @@ pub mod flow {
     use std::path::Path;
 
     use anyhow::Result;
-    use docket_ledger::Statement;
+    use docket_domain::Statement;
     use docket_proto::v1 as pb;
     use docket_proto::v1::evidence_client::EvidenceClient;
     use docket_proto::v1::submissions_client::SubmissionsClient;

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use clap::{Args, Subcommand};
-use docket_ledger::replay::{self, ReplayOptions};
-use docket_ledger::{Ledger, Statement, keys};
+use docket_domain::replay::{self, ReplayOptions};
+use docket_domain::{Statement, keys};
 
 use crate::backend::Backend;
 use crate::exit::{self, CliError};
@@ -95,7 +95,7 @@ pub struct ReplayArgs {
 pub fn load_key(path: &Path) -> Result<ed25519_dalek::SigningKey> {
     keys::read_key_file(path).map_err(|e| {
         let code = match e {
-            docket_ledger::LedgerError::Io { .. } => exit::MISSING,
+            docket_domain::LedgerError::Io { .. } => exit::MISSING,
             _ => exit::INVALID,
         };
         CliError::new(code, format!("cannot read key {}: {e}", path.display())).into()
@@ -103,7 +103,7 @@ pub fn load_key(path: &Path) -> Result<ed25519_dalek::SigningKey> {
 }
 
 pub fn run_init(data: &Path, args: &InitArgs, out: Output) -> Result<u8> {
-    let (ledger, info) = Ledger::init(data, args.origin.as_deref())?;
+    let (ledger, info) = docket_domain::ledger::init(data, args.origin.as_deref())?;
     ledger.close()?;
     let value = serde_json::json!({
         "data": data,

@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use docket_ledger::domain::payloads::{
+use docket_domain::domain::payloads::{
     canonical_task_id, guess_evidence_type, guess_media_type, task_key,
 };
-use docket_ledger::domain::{AsOf, Docket, DocketOptions, kinds};
-use docket_ledger::keys::{self, Role};
-use docket_ledger::{LedgerError, Statement};
+use docket_domain::domain::{AsOf, Docket, DocketOptions, kinds};
+use docket_domain::keys::{self, Role};
+use docket_domain::{LedgerError, Statement};
 use docket_proto::v1 as pb;
 use ed25519_dalek::SigningKey;
 use serde::Serialize;

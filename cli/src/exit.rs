@@ -11,7 +11,7 @@
 //! | 10 | unexpected error (I/O, storage, network) |
 //! | 64 | usage error (bad flags) — never one of the above |
 
-use docket_ledger::LedgerError;
+use docket_domain::LedgerError;
 
 pub const OK: u8 = 0;
 pub const INVALID: u8 = 2;

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use docket_ledger::checkpoint::NoteVerifier;
-use docket_ledger::export::{self, AsOf, AuditOptions, ExportError, ExportFormat, ExportOptions};
+use docket_domain::checkpoint::NoteVerifier;
+use docket_domain::export::{self, AsOf, AuditOptions, ExportError, ExportFormat, ExportOptions};
 
 use crate::Ctx;
 use crate::exit::{self, CliError};
@@ -328,7 +328,7 @@ fn run_audit(args: &AuditArgs, out: Output) -> Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use docket_ledger::{Ledger, Statement, keys};
+    use docket_domain::{Statement, keys};
 
     fn args(out: &Path) -> ExportArgs {
         ExportArgs {
@@ -348,7 +348,7 @@ mod tests {
     fn export_then_audit_end_to_end_with_exit_codes() {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
-        let (ledger, init) = Ledger::init(&data, Some("cli.test/export")).unwrap();
+        let (ledger, init) = docket_domain::ledger::init(&data, Some("cli.test/export")).unwrap();
         let admin = keys::read_key_file(&init.admin_key_path).unwrap();
         let writer = keys::generate().unwrap();
         let reg = serde_json::json!({
@@ -432,7 +432,7 @@ mod tests {
         };
         assert_eq!(audit(key_file.to_str().unwrap()).unwrap(), exit::OK);
         // Another trusted key: the checkpoint does not verify.
-        let other = docket_ledger::checkpoint::verifier_key(
+        let other = docket_domain::checkpoint::verifier_key(
             "cli.test/export",
             &keys::generate().unwrap().verifying_key(),
         );

@@ -4,7 +4,7 @@
 //! against [`backend::Backend`] so it runs on an embedded ledger (`--data`)
 //! or through gRPC (`--server`), and the tonic gRPC server. It holds no
 //! ledger logic of its own: events, proofs and projections are in
-//! `docket-ledger`, evidence rules and the verdict engine in
+//! `docket-domain`, evidence rules and the verdict engine in
 //! `docket-verifier`.
 
 pub mod backend;

@@ -41,7 +41,7 @@ impl Output {
 
 /// Formats Unix milliseconds as RFC 3339 UTC (the ledger's one formatter).
 pub fn rfc3339_ms(ms: u64) -> String {
-    docket_ledger::domain::payloads::ms_to_rfc3339(ms)
+    docket_domain::domain::payloads::ms_to_rfc3339(ms)
 }
 
 /// Parses RFC 3339 into Unix milliseconds.

@@ -13,14 +13,14 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use docket_ledger::Statement;
-use docket_ledger::domain::{AsOf, Docket, DocketOptions};
-use docket_ledger::retention::payloads::{
+use docket_domain::Statement;
+use docket_domain::domain::{AsOf, Docket, DocketOptions};
+use docket_domain::retention::payloads::{
     self, FindingRef, Pinned, PolicySet, Reclassified, Redacted, Sweep, Unpinned,
 };
-use docket_ledger::retention::redact::{Finding, redact_secrets};
-use docket_ledger::retention::status::RetentionStatus;
-use docket_ledger::retention::{Policy, RedactOutcome, SweepOptions, SweepReport, kinds};
+use docket_domain::retention::redact::{Finding, redact_secrets};
+use docket_domain::retention::status::RetentionStatus;
+use docket_domain::retention::{Policy, RedactOutcome, SweepOptions, SweepReport, kinds};
 use docket_proto::v1 as pb;
 use ed25519_dalek::SigningKey;
 use serde::Serialize;

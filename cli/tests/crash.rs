@@ -10,8 +10,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use docket_ledger::replay::{self, ReplayOptions};
-use docket_ledger::{Ledger, LedgerOptions};
+use docket_domain::replay::{self, ReplayOptions};
+use docket_domain::{Ledger, LedgerOptions};
 
 fn docket() -> Command {
     Command::new(env!("CARGO_BIN_EXE_docket"))
@@ -42,7 +42,7 @@ fn acknowledged_appends_survive_sigkill() {
     let mut rng = Rng(seed);
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("ledger");
-    let (ledger, info) = Ledger::init(&data, None).unwrap();
+    let (ledger, info) = docket_domain::ledger::init(&data, None).unwrap();
     ledger.close().unwrap();
     drop(ledger);
     let mut total_acked = 0usize;

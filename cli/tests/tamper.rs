@@ -3,15 +3,15 @@
 
 use std::process::Command;
 
-use docket_ledger::store::{SledStore, Store};
-use docket_ledger::{Ledger, Statement, keys};
+use docket_domain::store::{SledStore, Store};
+use docket_domain::{Statement, keys};
 
 fn docket() -> Command {
     Command::new(env!("CARGO_BIN_EXE_docket"))
 }
 
 fn ledger_with_events(dir: &std::path::Path, n: usize) {
-    let (ledger, info) = Ledger::init(dir, None).unwrap();
+    let (ledger, info) = docket_domain::ledger::init(dir, None).unwrap();
     let admin = keys::read_key_file(&info.admin_key_path).unwrap();
     for i in 0..n {
         ledger

@@ -1,7 +1,7 @@
 //! Untrusted note text → `open_note` and `Checkpoint::parse_body`: never
 //! panics, and never accepts a note the fixed key did not sign.
 #![no_main]
-use docket_ledger::checkpoint::{Checkpoint, NoteVerifier, open_note};
+use docket_domain::checkpoint::{Checkpoint, NoteVerifier, open_note};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

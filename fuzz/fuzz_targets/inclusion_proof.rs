@@ -1,7 +1,7 @@
 //! Untrusted proof material → `verify_inclusion` / `verify_consistency`:
 //! never panics for any sizes, indices or proof lengths.
 #![no_main]
-use docket_ledger::merkle::{Hash, verify_consistency, verify_inclusion};
+use docket_domain::merkle::{Hash, verify_consistency, verify_inclusion};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

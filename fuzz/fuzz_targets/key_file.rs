@@ -5,7 +5,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    if let Ok(k) = docket_ledger::keys::parse_public(text) {
+    if let Ok(k) = docket_domain::keys::parse_public(text) {
         assert!(!k.is_weak());
     }
 });

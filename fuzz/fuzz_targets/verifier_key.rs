@@ -1,7 +1,7 @@
 //! Untrusted C2SP verifier key text → `NoteVerifier::parse`: never panics;
 //! what parses formats back to itself.
 #![no_main]
-use docket_ledger::checkpoint::NoteVerifier;
+use docket_domain::checkpoint::NoteVerifier;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

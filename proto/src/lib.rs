@@ -3,7 +3,7 @@
 //! servers generated from them, plus the compiled descriptor set used for gRPC
 //! server reflection. It is not the ledger: it holds no event encoding, no
 //! signature checks, no storage and no service logic (those live in
-//! `docket-ledger` and the `docket` server), and it depends on no other Docket
+//! `docket-domain` and the `docket` server), and it depends on no other Docket
 //! crate. The comments in the `.proto` files are the API specification for
 //! clients in any language.
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use clap::Args;
-use docket_ledger::Statement;
+use docket_domain::Statement;
 use docket_proto::v1 as pb;
 use docket_proto::v1::keys_client::KeysClient;
 use docket_proto::v1::ledger_client::LedgerClient;
@@ -106,7 +106,7 @@ fn us_to_ms(us: u64) -> f64 {
 
 /// Registers a fresh `submitter` key for the load (signed by `admin`).
 pub async fn register_writer(url: &str, admin: &SigningKey, label: &str) -> Result<SigningKey> {
-    let writer = docket_ledger::keys::generate()?;
+    let writer = docket_domain::keys::generate()?;
     let payload = serde_json::to_vec(&serde_json::json!({
         "public_key": hex::encode(writer.verifying_key().to_bytes()),
         "roles": ["submitter"],

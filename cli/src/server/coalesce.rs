@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use docket_ledger::{Ledger, LedgerError, Receipt, Statement};
+use docket_domain::{Ledger, LedgerError, Receipt, Statement};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 /// Most statements one coalesced request carries.

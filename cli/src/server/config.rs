@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use clap::Args;
-use docket_ledger::LedgerOptions;
+use docket_domain::LedgerOptions;
 use serde::Deserialize;
 
 use crate::exit::{self, CliError};

@@ -1,8 +1,8 @@
 //! Conversions between wire messages (`docket_proto::v1`) and ledger types.
 
-use docket_ledger::checkpoint::Checkpoint;
-use docket_ledger::merkle;
-use docket_ledger::{Event, Receipt, Statement};
+use docket_domain::checkpoint::Checkpoint;
+use docket_domain::merkle;
+use docket_domain::{Event, Receipt, Statement};
 use docket_proto::v1 as pb;
 use tonic::Status;
 
@@ -79,7 +79,7 @@ pub fn receipt(r: &Receipt, kind: &str) -> pb::AppendReceipt {
 /// no longer decode are corruption: `DATA_LOSS`).
 pub fn event(bytes: Vec<u8>) -> Result<pb::Event, Status> {
     let e = Event::decode(&bytes).map_err(|e| {
-        status::to_status(&docket_ledger::LedgerError::Corrupt {
+        status::to_status(&docket_domain::LedgerError::Corrupt {
             location: "stored event".into(),
             detail: e.to_string(),
         })
@@ -109,13 +109,13 @@ pub fn checkpoint(cp: &Checkpoint, note: String, verifier_key: String) -> pb::Ch
 }
 
 /// The domain's point in history for a wire `AsOf` (unset = latest).
-pub fn as_of(a: Option<&pb::AsOf>) -> Result<docket_ledger::domain::AsOf, Status> {
-    use docket_ledger::domain::AsOf;
+pub fn as_of(a: Option<&pb::AsOf>) -> Result<docket_domain::domain::AsOf, Status> {
+    use docket_domain::domain::AsOf;
     match a.and_then(|a| a.point.as_ref()) {
         None => Ok(AsOf::Latest),
         Some(pb::as_of::Point::Seq(s)) => Ok(AsOf::Seq(*s)),
         Some(pb::as_of::Point::Time(t)) => {
-            match docket_ledger::domain::payloads::rfc3339_ms(t)
+            match docket_domain::domain::payloads::rfc3339_ms(t)
                 .and_then(|ms| u64::try_from(ms).ok())
             {
                 Some(ms) => Ok(AsOf::Time(ms)),

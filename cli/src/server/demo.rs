@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use clap::Args;
-use docket_ledger::checkpoint::NoteVerifier;
-use docket_ledger::{Statement, keys, merkle};
+use docket_domain::checkpoint::NoteVerifier;
+use docket_domain::{Statement, keys, merkle};
 use docket_proto::v1 as pb;
 use docket_proto::v1::keys_client::KeysClient;
 use docket_proto::v1::ledger_client::LedgerClient;
@@ -311,7 +311,7 @@ pub async fn story(
 /// bytes against the checkpoint's root, with no help from the server.
 fn verify_locally(cp: &pb::Checkpoint, proof: &pb::InclusionProof, event: &[u8]) -> Result<bool> {
     let verifier = NoteVerifier::parse(&cp.verifier_key)?;
-    let opened = docket_ledger::checkpoint::open_note(&cp.note, &verifier)?;
+    let opened = docket_domain::checkpoint::open_note(&cp.note, &verifier)?;
     let hashes: Vec<merkle::Hash> = proof
         .proof
         .iter()
@@ -386,11 +386,11 @@ pub async fn download_export(ch: Channel, task: &str, dir: &Path) -> Result<usiz
 
 /// Audits a bundle directory offline against a trusted verifier key.
 pub fn audit_dir(dir: &Path, vkey: &str) -> Result<bool> {
-    let options = docket_ledger::export::AuditOptions {
+    let options = docket_domain::export::AuditOptions {
         trusted_key: Some(NoteVerifier::parse(vkey)?),
         ..Default::default()
     };
-    let report = docket_ledger::export::audit(dir, &options, &mut |_, _, _| {});
+    let report = docket_domain::export::audit(dir, &options, &mut |_, _, _| {});
     for f in report.findings.iter().take(5) {
         tracing::warn!("audit finding: {f:?}");
     }

@@ -1,18 +1,18 @@
 //! The domain services: `Tasks`, `Evidence`, `Executions`, `Submissions`,
 //! `Verdicts`, `Approvals`, `Retention` and `Export`, over the domain
-//! service [`docket_ledger::domain::Docket`].
+//! service [`docket_domain::domain::Docket`].
 
 use std::io::Read;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use docket_ledger::domain::payloads::{EvidenceRegistered, task_key};
-use docket_ledger::domain::projections::{ApprovalState, OidState, TaskState, VerdictStatus};
-use docket_ledger::domain::service::EvidenceView;
-use docket_ledger::domain::{AsOf, Docket, kinds};
-use docket_ledger::export::ExportOptions;
-use docket_ledger::retention::kinds as retention_kinds;
-use docket_ledger::{Event, LedgerError, LedgerState};
+use docket_domain::domain::payloads::{EvidenceRegistered, task_key};
+use docket_domain::domain::projections::{ApprovalState, OidState, TaskState, VerdictStatus};
+use docket_domain::domain::service::EvidenceView;
+use docket_domain::domain::{AsOf, Docket, kinds};
+use docket_domain::export::ExportOptions;
+use docket_domain::retention::kinds as retention_kinds;
+use docket_domain::{Event, LedgerError, LedgerState};
 use docket_proto::v1 as pb;
 use docket_proto::v1::upload_evidence_request::Part as UploadPart;
 use sha2::{Digest as _, Sha256};
@@ -208,7 +208,7 @@ fn evidence_info(v: &EvidenceView, expires_at_ms: Option<u64>) -> pb::EvidenceIn
     }
 }
 
-fn evidence_receipt(r: &docket_ledger::domain::service::EvidenceReceipt) -> pb::EvidenceReceipt {
+fn evidence_receipt(r: &docket_domain::domain::service::EvidenceReceipt) -> pb::EvidenceReceipt {
     pb::EvidenceReceipt {
         sha256: raw(&r.sha256),
         size: r.size,
@@ -503,7 +503,7 @@ impl pb::evidence_server::Evidence for DomainService {
             .read(move |d| {
                 let v = d.evidence(&oid)?;
                 let expires = d.with_state(AsOf::Latest, |s| {
-                    docket_ledger::retention::rules::expires_at(&s.retention.policy(), &v.record)
+                    docket_domain::retention::rules::expires_at(&s.retention.policy(), &v.record)
                 })?;
                 Ok((v, expires))
             })
@@ -792,7 +792,7 @@ async fn feed_watch(
 ) {
     let store = Arc::clone(shared.ledger.store());
     let state = tokio::task::spawn_blocking(move || {
-        docket_ledger::domain::query::fold_prefix(store.as_ref(), start)
+        docket_domain::domain::query::fold_prefix(store.as_ref(), start)
     })
     .await;
     let mut state = match state {
@@ -913,7 +913,7 @@ impl pb::approvals_server::Approvals for DomainService {
 
 // ---------------------------------------------------------------- Retention
 
-fn sweep_response(r: &docket_ledger::retention::SweepReport) -> pb::SweepResponse {
+fn sweep_response(r: &docket_domain::retention::SweepReport) -> pb::SweepResponse {
     let mut receipts = Vec::new();
     if let Some(sr) = &r.sweep_receipt {
         receipts.push(convert::receipt(sr, retention_kinds::SWEEP));
@@ -934,7 +934,7 @@ fn sweep_response(r: &docket_ledger::retention::SweepReport) -> pb::SweepRespons
 }
 
 fn retention_status(
-    s: &docket_ledger::retention::RetentionStatus,
+    s: &docket_domain::retention::RetentionStatus,
     policy_json: Option<Vec<u8>>,
 ) -> pb::RetentionStatus {
     pb::RetentionStatus {
@@ -1057,12 +1057,12 @@ impl pb::retention_server::Retention for DomainService {
 const EXPORT_CHUNK: usize = 256 << 10;
 
 fn export_options(req: pb::ExportRequest) -> Result<ExportOptions, Status> {
-    use docket_ledger::export::{AsOf as ExportAsOf, ExportFormat};
+    use docket_domain::export::{AsOf as ExportAsOf, ExportFormat};
     let as_of = match req.as_of.and_then(|a| a.point) {
         None => None,
         Some(pb::as_of::Point::Seq(s)) => Some(ExportAsOf::Seq(s)),
         Some(pb::as_of::Point::Time(t)) => {
-            match docket_ledger::domain::payloads::rfc3339_ms(&t)
+            match docket_domain::domain::payloads::rfc3339_ms(&t)
                 .and_then(|ms| u64::try_from(ms).ok())
             {
                 Some(ms) => Some(ExportAsOf::TimeMs(ms)),
@@ -1108,7 +1108,7 @@ impl pb::export_server::Export for DomainService {
         let options = export_options(request.into_inner())?;
         let docket = self.shared.docket.clone();
         let files = tokio::task::spawn_blocking(move || {
-            docket_ledger::export::writer::build(docket.ledger(), &options)
+            docket_domain::export::writer::build(docket.ledger(), &options)
         })
         .await
         .map_err(|e| status::join_error(&e))?
@@ -1119,7 +1119,7 @@ impl pb::export_server::Export for DomainService {
             // Files in path order, the manifest last.
             let (manifest, rest): (Vec<_>, Vec<_>) = files
                 .into_iter()
-                .partition(|(p, _)| p == docket_ledger::export::format::MANIFEST);
+                .partition(|(p, _)| p == docket_domain::export::format::MANIFEST);
             for (path, data) in rest.into_iter().chain(manifest) {
                 let digest = Sha256::digest(&data).to_vec();
                 let total = data.len();

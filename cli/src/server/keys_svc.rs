@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use docket_ledger::projection::KeysProjection;
+use docket_domain::projection::KeysProjection;
 use docket_proto::v1 as pb;
 use docket_proto::v1::admin_server::Admin;
 use docket_proto::v1::keys_server::Keys;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use docket_ledger::LedgerError;
+use docket_domain::LedgerError;
 use docket_proto::v1 as pb;
 use docket_proto::v1::ledger_server::Ledger as LedgerRpc;
 use tokio::sync::mpsc;

@@ -24,9 +24,9 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use clap::Subcommand;
-use docket_ledger::Ledger;
-use docket_ledger::domain::{Docket, DocketOptions};
-use docket_ledger::ledger::InitOutcome;
+use docket_domain::Ledger;
+use docket_domain::domain::{Docket, DocketOptions};
+use docket_domain::ledger::InitOutcome;
 use docket_proto::v1::admin_server::AdminServer;
 use docket_proto::v1::approvals_server::ApprovalsServer;
 use docket_proto::v1::evidence_server::EvidenceServer;
@@ -89,7 +89,7 @@ pub struct RunningServer {
     docket: Docket,
     health: tonic_health::server::HealthReporter,
     grace: std::time::Duration,
-    sweeper: Option<docket_ledger::retention::Sweeper>,
+    sweeper: Option<docket_domain::retention::Sweeper>,
 }
 
 impl RunningServer {
@@ -154,8 +154,8 @@ fn open_or_init(opts: &ServeOptions) -> Result<(Docket, Option<InitOutcome>)> {
         ..DocketOptions::default()
     };
     let mut init = None;
-    if !docket_ledger::ledger::exists(&opts.data) {
-        let (ledger, info) = Ledger::init(&opts.data, opts.origin.as_deref())?;
+    if !docket_domain::ledger::exists(&opts.data) {
+        let (ledger, info) = docket_domain::ledger::init(&opts.data, opts.origin.as_deref())?;
         ledger.close()?;
         drop(ledger);
         init = Some(info);
@@ -168,7 +168,7 @@ fn open_or_init(opts: &ServeOptions) -> Result<(Docket, Option<InitOutcome>)> {
         match Docket::open(&opts.data, opts.ledger.clone(), options.clone()) {
             Ok(docket) => return Ok((docket, init)),
             Err(
-                docket_ledger::LedgerError::Store { .. } | docket_ledger::LedgerError::Io { .. },
+                docket_domain::LedgerError::Store { .. } | docket_domain::LedgerError::Io { .. },
             ) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
@@ -270,7 +270,7 @@ pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
             .await
     });
     let sweeper = match opts.sweep_every {
-        Some(every) => Some(docket_ledger::retention::Sweeper::spawn(
+        Some(every) => Some(docket_domain::retention::Sweeper::spawn(
             docket.clone(),
             every,
         )?),

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use docket_ledger::domain::Docket;
-use docket_ledger::domain::service::{EvidenceReceipt, SubmitOutcome};
-use docket_ledger::{Ledger, LedgerError, Receipt, Statement};
+use docket_domain::domain::Docket;
+use docket_domain::domain::service::{EvidenceReceipt, SubmitOutcome};
+use docket_domain::{Ledger, LedgerError, Receipt, Statement};
 use docket_proto::v1 as pb;
 use tokio::sync::{Semaphore, watch};
 use tonic::Status;
@@ -342,9 +342,9 @@ impl Shared {
 /// auto-verify, a purge): they run through the domain service on the
 /// blocking pool; every other kind is coalesced into group commits.
 pub const DOMAIN_ROUTED: &[&str] = &[
-    docket_ledger::domain::kinds::EVIDENCE_REGISTERED,
-    docket_ledger::domain::kinds::SUBMISSION_RECEIVED,
-    docket_ledger::retention::kinds::REDACTED,
+    docket_domain::domain::kinds::EVIDENCE_REGISTERED,
+    docket_domain::domain::kinds::SUBMISSION_RECEIVED,
+    docket_domain::retention::kinds::REDACTED,
 ];
 
 /// Appends one statement through the domain service, routing the kinds
@@ -352,7 +352,7 @@ pub const DOMAIN_ROUTED: &[&str] = &[
 /// (`Docket::append`), redactions (`Docket::redact`: the redacted content
 /// must be stored; the original is purged).
 pub fn docket_append(d: &Docket, st: Statement) -> Result<Receipt, LedgerError> {
-    if st.kind == docket_ledger::retention::kinds::REDACTED {
+    if st.kind == docket_domain::retention::kinds::REDACTED {
         return d.redact(st).map(|o| o.receipt);
     }
     d.append(st)

@@ -18,8 +18,8 @@
 //! for the same error, in the `docket-exit-code` metadata entry, so that
 //! `docket --server URL …` exits exactly like `docket --data DIR …`.
 
-use docket_ledger::LedgerError;
-use docket_ledger::merkle::MerkleError;
+use docket_domain::LedgerError;
+use docket_domain::merkle::MerkleError;
 use tonic::{Code, Status};
 
 use crate::exit;
@@ -61,8 +61,8 @@ pub fn to_status(e: &LedgerError) -> Status {
 /// Converts an export error: a ledger error keeps its mapping; a bad
 /// request is `INVALID_ARGUMENT`, a missing task or empty log `NOT_FOUND`.
 #[must_use]
-pub fn export_status(e: &docket_ledger::export::ExportError) -> Status {
-    use docket_ledger::export::ExportError;
+pub fn export_status(e: &docket_domain::export::ExportError) -> Status {
+    use docket_domain::export::ExportError;
     match e {
         ExportError::Ledger(l) => to_status(l),
         ExportError::Request(_) => {

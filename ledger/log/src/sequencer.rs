@@ -1,0 +1,1089 @@
+//! The sequencer: one verify stage and one committer thread doing group
+//! commit over a [`Store`], generic over the [`StateMachine`] it feeds.
+//!
+//! Write path (see ARCHITECTURE.md): callers hand statements to a bounded
+//! queue (back-pressure: a full queue blocks the caller). The verify stage
+//! takes everything queued (up to `max_batch` statements) and checks every
+//! author signature under the one rule ([`crate::signature`]) on all cores.
+//! The committer then, in order and under the state write lock: answers a
+//! statement already in the log with its first receipt (only once its
+//! signature verified), asks the state machine to admit each new statement
+//! against the state so far, assigns sequence number, ledger time and
+//! previous hash, encodes the event, pushes its leaf hash into the Merkle
+//! frontier and folds it. It signs one checkpoint for the new tree size,
+//! writes events, Merkle nodes, statement index and checkpoint in one atomic
+//! store commit (flush + fsync), then writes the checkpoint to the anchor
+//! (pwrite + fdatasync). Only then does the state lock drop, the committed
+//! length advance and every caller of the batch get its receipt. A storage
+//! error is fail-stop: the state is reloaded from what is durable and every
+//! later append is refused until the ledger is reopened.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ed25519_dalek::SigningKey;
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint::{self, Checkpoint, NoteVerifier};
+use crate::error::{LogError, Result};
+use crate::event::{EVENT_FORMAT, Event, Statement};
+use crate::keys;
+use crate::machine::{AdmitContext, StateMachine};
+use crate::merkle::{self, Frontier, Hash};
+use crate::store::{CommitBatch, SledStore, Store};
+use crate::verify::{OpenReport, Opened, Trust};
+
+/// Tunables of an open ledger.
+#[derive(Debug, Clone)]
+pub struct LogOptions {
+    /// Most statements one group commit takes.
+    pub max_batch: usize,
+    /// Requests that may wait in the queue before callers block.
+    pub queue_depth: usize,
+    /// Write projection snapshots every this many events (and on close).
+    pub snapshot_every: u64,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        Self {
+            max_batch: 1024,
+            queue_depth: 4096,
+            snapshot_every: 100_000,
+        }
+    }
+}
+
+/// What `init` and `open` read from `DIR/ledger.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LogConfigFile {
+    pub origin: String,
+    pub ledger_public_key: String,
+}
+
+/// The acknowledgement of one durable append.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Receipt {
+    pub seq: u64,
+    #[serde(with = "hex_hash")]
+    pub leaf_hash: Hash,
+    pub recorded_at_ms: u64,
+    /// True when the statement was already in the log: nothing was appended
+    /// and `seq` is the first event that carried it.
+    pub duplicate: bool,
+}
+
+mod hex_hash {
+    pub fn serialize<S: serde::Serializer>(h: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&hex::encode(h))
+    }
+}
+
+/// Counters for metrics.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub appended: AtomicU64,
+    pub rejected: AtomicU64,
+    pub batches: AtomicU64,
+    pub queued: AtomicU64,
+    pub commit_micros_total: AtomicU64,
+}
+
+type Reply = SyncSender<Vec<Result<Receipt>>>;
+type CommitListener = Box<dyn Fn(u64) + Send + Sync>;
+
+struct Request {
+    statements: Vec<Statement>,
+    reply: Reply,
+}
+
+type FailureListener = Box<dyn Fn(&str) + Send + Sync>;
+
+struct Inner<M> {
+    dir: PathBuf,
+    store: Arc<dyn Store>,
+    ledger_key: SigningKey,
+    origin: String,
+    state: RwLock<M>,
+    open_report: OpenReport,
+    committed: Mutex<u64>,
+    committed_changed: Condvar,
+    committed_len: AtomicU64,
+    /// Events visible to store reads (written by the committer).
+    visible_len: AtomicU64,
+    /// Every statement digest in the log (Bloom filter).
+    statement_filter: StatementFilter,
+    queue: Mutex<Option<SyncSender<Request>>>,
+    committer: Mutex<Vec<JoinHandle<()>>>,
+    failure: Mutex<Option<String>>,
+    listeners: Mutex<Vec<CommitListener>>,
+    failure_listeners: Mutex<Vec<FailureListener>>,
+    metrics: Metrics,
+    options: LogOptions,
+}
+
+/// An open log. Cheap to clone; all clones share one committer.
+pub struct Log<M: StateMachine> {
+    inner: Arc<Inner<M>>,
+}
+
+impl<M: StateMachine> Clone for Log<M> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<M: StateMachine> std::fmt::Debug for Log<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Log")
+            .field("dir", &self.inner.dir)
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Whether `dir` already holds a ledger.
+pub fn exists(dir: &Path) -> bool {
+    dir.join("ledger.json").exists() || dir.join("keys/ledger.key").exists()
+}
+
+impl<M: StateMachine> Log<M> {
+    /// Creates a new, empty log under `dir`, durably: the ledger key
+    /// (`keys/ledger.key`, mode 0600), the store, an anchor holding the
+    /// signed checkpoint of the empty tree, and last `ledger.json` (whose
+    /// presence marks a complete ledger). Every new name is fsynced into its
+    /// directory before this returns. Refuses to touch an existing ledger.
+    pub fn create(dir: &Path, origin: Option<&str>, options: LogOptions) -> Result<Log<M>> {
+        if exists(dir) || dir.join("log").exists() || dir.join("anchor").exists() {
+            return Err(LogError::AlreadyExists {
+                what: "a ledger in the data directory".into(),
+            });
+        }
+        crate::store::create_dir_durably(dir)?;
+        let ledger_key = keys::generate()?;
+        let ledger_pub = hex::encode(ledger_key.verifying_key().to_bytes());
+        let origin = origin
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("docket.local/{}", &ledger_pub[..16]));
+        checkpoint::Checkpoint {
+            origin: origin.clone(),
+            size: 0,
+            root: merkle::empty_root(),
+            extensions: Vec::new(),
+        }
+        .validate()?;
+        keys::write_key_file(&dir.join("keys/ledger.key"), &ledger_key)?;
+        let store = SledStore::create(dir)?;
+        let empty = Checkpoint {
+            origin: origin.clone(),
+            size: 0,
+            root: merkle::empty_root(),
+            extensions: Vec::new(),
+        }
+        .body();
+        store.put_anchor(&checkpoint::sign_note(&empty, &origin, &ledger_key))?;
+        drop(store);
+        let config = LogConfigFile {
+            origin,
+            ledger_public_key: ledger_pub,
+        };
+        // Invariant: plain strings serialise.
+        let text = serde_json::to_vec_pretty(&config).expect("config serialises");
+        crate::store::write_atomically(&dir.join("ledger.json"), &text)?;
+        Self::open(dir, options)
+    }
+
+    /// Opens the ledger under `dir` with its sled store.
+    pub fn open(dir: &Path, options: LogOptions) -> Result<Log<M>> {
+        let store = Arc::new(SledStore::open(dir)?);
+        Self::open_with_store(dir, store, options)
+    }
+
+    /// Opens the ledger over any [`Store`] (the seam for other backends).
+    pub fn open_with_store(
+        dir: &Path,
+        store: Arc<dyn Store>,
+        options: LogOptions,
+    ) -> Result<Log<M>> {
+        let config_path = dir.join("ledger.json");
+        let config: LogConfigFile = match std::fs::read(&config_path) {
+            Ok(b) => serde_json::from_slice(&b).map_err(|e| {
+                LogError::corrupt(config_path.display().to_string(), e.to_string())
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LogError::NotFound {
+                    what: format!("a ledger in {} (run `docket init`)", dir.display()),
+                });
+            }
+            Err(e) => return Err(LogError::io(config_path, e)),
+        };
+        let ledger_key = keys::read_key_file(&dir.join("keys/ledger.key"))?;
+        if hex::encode(ledger_key.verifying_key().to_bytes()) != config.ledger_public_key {
+            return Err(LogError::corrupt(
+                "keys/ledger.key",
+                "does not match ledger.json's ledger_public_key",
+            ));
+        }
+        let verifier = NoteVerifier::new(&config.origin, ledger_key.verifying_key())?;
+        let public = ledger_key.verifying_key();
+        let opened: Opened<M> = crate::verify::open_check(
+            store.as_ref(),
+            Trust {
+                checkpoints: &verifier,
+                snapshots: &public,
+            },
+        )?;
+        let len = opened.frontier.size();
+        for w in &opened.report.warnings {
+            tracing::warn!("{w}");
+        }
+        let statement_filter = StatementFilter::new();
+        store.for_each_statement(&mut |d| statement_filter.insert(&d))?;
+        let (tx, rx) = mpsc::sync_channel::<Request>(options.queue_depth);
+        let inner = Arc::new(Inner {
+            dir: dir.to_path_buf(),
+            store,
+            ledger_key,
+            origin: config.origin,
+            state: RwLock::new(opened.state),
+            open_report: opened.report,
+            committed: Mutex::new(len),
+            committed_changed: Condvar::new(),
+            committed_len: AtomicU64::new(len),
+            visible_len: AtomicU64::new(len),
+            statement_filter,
+            queue: Mutex::new(Some(tx)),
+            committer: Mutex::new(Vec::new()),
+            failure: Mutex::new(None),
+            listeners: Mutex::new(Vec::new()),
+            failure_listeners: Mutex::new(Vec::new()),
+            metrics: Metrics::default(),
+            options,
+        });
+        // Events after the anchor are durable but were never acknowledged
+        // (a stop between the store's fsync and the anchor's): they are
+        // valid, so anchor them now, with the checkpoint stored for them
+        // when there is one (never a second signature for one size).
+        if len > inner.open_report.anchor_size {
+            let root = opened.frontier.root();
+            let stored = inner
+                .store
+                .checkpoint(Some(len))?
+                .map(|(_, note)| note)
+                .filter(|note| {
+                    checkpoint::open_note(note, &verifier).is_ok_and(|cp| cp.root == root)
+                });
+            let note = match stored {
+                Some(note) => note,
+                _ => {
+                    let note = sign_checkpoint(&inner, len, root);
+                    inner.store.commit(&CommitBatch {
+                        checkpoint: Some((len, note.clone())),
+                        ..Default::default()
+                    })?;
+                    note
+                }
+            };
+            inner.store.put_anchor(&note)?;
+        }
+        if opened.rewrite_snapshots {
+            let state = inner
+                .state
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            write_snapshots(&inner, &state, len, opened.frontier.root())?;
+        }
+        let frontier = opened.frontier;
+        let prev_hash = opened.prev_hash;
+        let last_time = opened.last_time;
+        let worker = Committer {
+            inner: Arc::clone(&inner),
+            recent: RecentDigests::default(),
+            frontier,
+            prev_hash,
+            last_time,
+            since_snapshot: 0,
+        };
+        let (verified_tx, verified_rx) = mpsc::sync_channel::<Verified>(2);
+        let verify_inner = Arc::clone(&inner);
+        let verifier = std::thread::Builder::new()
+            .name("docket-verify".into())
+            .spawn(move || verify_stage(verify_inner, rx, verified_tx))
+            .map_err(|e| LogError::io("verify thread", e))?;
+        let committer = std::thread::Builder::new()
+            .name("docket-committer".into())
+            .spawn(move || worker.run(verified_rx))
+            .map_err(|e| LogError::io("committer thread", e))?;
+        lock(&inner.committer).extend([verifier, committer]);
+        Ok(Log { inner })
+    }
+
+    /// Appends one statement; returns once it is durable.
+    pub fn append(&self, statement: Statement) -> Result<Receipt> {
+        let mut r = self.append_many(vec![statement])?;
+        // Invariant: the committer replies with one result per statement.
+        r.pop().expect("one result per statement")
+    }
+
+    /// Appends statements in order through one queue slot; each gets its own
+    /// result (a rejected one does not stop the others). Returns once all are
+    /// durable.
+    pub fn append_many(&self, statements: Vec<Statement>) -> Result<Vec<Result<Receipt>>> {
+        let expected = statements.len();
+        let rx = self.submit(statements)?;
+        let results = rx.recv().map_err(|_| self.closed_error())?;
+        debug_assert_eq!(results.len(), expected);
+        Ok(results)
+    }
+
+    /// Queues statements and returns the channel their results arrive on, so
+    /// one thread can keep many appends in flight (pipelining).
+    pub fn submit(&self, statements: Vec<Statement>) -> Result<Receiver<Vec<Result<Receipt>>>> {
+        let (reply, rx) = mpsc::sync_channel(1);
+        let tx = lock(&self.inner.queue)
+            .clone()
+            .ok_or_else(|| self.closed_error())?;
+        self.inner.metrics.queued.fetch_add(1, Ordering::Relaxed);
+        tx.send(Request { statements, reply })
+            .map_err(|_| self.closed_error())?;
+        Ok(rx)
+    }
+
+    fn closed_error(&self) -> LogError {
+        LogError::Closed(
+            lock(&self.inner.failure)
+                .clone()
+                .unwrap_or_else(|| "the ledger was closed".into()),
+        )
+    }
+
+    /// Number of durable events.
+    pub fn len(&self) -> u64 {
+        self.inner.committed_len.load(Ordering::Acquire)
+    }
+
+    /// Whether the log is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The checkpoint origin.
+    pub fn origin(&self) -> &str {
+        &self.inner.origin
+    }
+
+    /// The ledger's signing key (checkpoints; auto-verify).
+    pub fn ledger_key(&self) -> &SigningKey {
+        &self.inner.ledger_key
+    }
+
+    /// The C2SP verifier key for checkpoints.
+    pub fn verifier_key(&self) -> String {
+        checkpoint::verifier_key(&self.inner.origin, &self.inner.ledger_key.verifying_key())
+    }
+
+    /// Note verifier for this ledger's checkpoints.
+    pub fn note_verifier(&self) -> Result<NoteVerifier> {
+        Ok(NoteVerifier::new(
+            &self.inner.origin,
+            self.inner.ledger_key.verifying_key(),
+        )?)
+    }
+
+    /// The store (read access for replay, export and proofs).
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// Metrics counters.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// What opening found and repaired (warnings for the operator).
+    pub fn open_report(&self) -> &OpenReport {
+        &self.inner.open_report
+    }
+
+    /// Why the ledger stopped accepting appends (fail-stop), if it did.
+    pub fn failure(&self) -> Option<String> {
+        lock(&self.inner.failure).clone()
+    }
+
+    /// Registers a callback run once if the ledger fails stop, with the reason.
+    pub fn on_failure(&self, listener: impl Fn(&str) + Send + Sync + 'static) {
+        lock(&self.inner.failure_listeners).push(Box::new(listener));
+    }
+
+    /// Read access to the live state (reflects exactly the durable events).
+    pub fn state(&self) -> RwLockReadGuard<'_, M> {
+        self.inner
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// One durable event.
+    pub fn event(&self, seq: u64) -> Result<Event> {
+        Event::decode(&self.event_bytes(seq)?)
+    }
+
+    /// The canonical bytes of one durable event.
+    pub fn event_bytes(&self, seq: u64) -> Result<Vec<u8>> {
+        if seq >= self.len() {
+            return Err(LogError::NotFound {
+                what: format!("event {seq} (the log has {} events)", self.len()),
+            });
+        }
+        self.inner
+            .store
+            .event_bytes(seq)?
+            .ok_or_else(|| LogError::corrupt(format!("event {seq}"), "missing from the store"))
+    }
+
+    /// Durable events `from..to` (clamped), decoded.
+    pub fn events(&self, from: u64, to: u64) -> Result<Vec<Event>> {
+        let to = to.min(self.len());
+        self.inner
+            .store
+            .event_range(from, to)?
+            .into_iter()
+            .map(|(seq, b)| {
+                Event::decode(&b)
+                    .map_err(|e| LogError::corrupt(format!("event {seq}"), e.to_string()))
+            })
+            .collect()
+    }
+
+    /// Blocks until the log has more than `len` events or `timeout` passes;
+    /// returns the durable length.
+    pub fn wait_for_len_above(&self, len: u64, timeout: Duration) -> u64 {
+        let guard = lock(&self.inner.committed);
+        let (guard, _) = self
+            .inner
+            .committed_changed
+            .wait_timeout_while(guard, timeout, |c| {
+                *c <= len && lock(&self.inner.failure).is_none()
+            })
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *guard
+    }
+
+    /// Registers a callback run (on the committer thread) after every commit
+    /// with the new durable length. Keep it cheap (e.g. notify a channel).
+    pub fn on_commit(&self, listener: impl Fn(u64) + Send + Sync + 'static) {
+        lock(&self.inner.listeners).push(Box::new(listener));
+    }
+
+    /// The signed checkpoint for the current size (`None` on an empty log).
+    pub fn checkpoint(&self) -> Result<Option<(Checkpoint, String)>> {
+        let len = self.len();
+        if len == 0 {
+            return Ok(None);
+        }
+        self.checkpoint_at(len).map(Some)
+    }
+
+    /// The signed checkpoint stored for `size` (every commit stores one).
+    pub fn checkpoint_at(&self, size: u64) -> Result<(Checkpoint, String)> {
+        if size == 0 || size > self.len() {
+            return Err(LogError::NotFound {
+                what: format!("a checkpoint for tree size {size}"),
+            });
+        }
+        let Some((_, note)) = self.inner.store.checkpoint(Some(size))? else {
+            return Err(LogError::NotFound {
+                what: format!("a checkpoint for tree size {size} (not a commit boundary)"),
+            });
+        };
+        let cp = checkpoint::open_note(&note, &self.note_verifier()?)?;
+        Ok((cp, note))
+    }
+
+    /// RFC 9162 root of the first `size` events.
+    pub fn root_at(&self, size: u64) -> Result<Hash> {
+        self.check_size(size)?;
+        Ok(merkle::root_at(self.inner.store.as_ref(), size)?)
+    }
+
+    /// Inclusion proof of leaf `index` in the tree of `size` leaves.
+    pub fn inclusion_proof(&self, index: u64, size: u64) -> Result<Vec<Hash>> {
+        self.check_size(size)?;
+        if index >= size {
+            return Err(LogError::Invalid {
+                what: "inclusion proof".into(),
+                violations: vec![format!("leaf index {index} is not below tree size {size}")],
+            });
+        }
+        Ok(merkle::inclusion_proof(
+            self.inner.store.as_ref(),
+            index,
+            size,
+        )?)
+    }
+
+    /// Consistency proof between tree sizes.
+    pub fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<Vec<Hash>> {
+        self.check_size(new_size)?;
+        if old_size > new_size {
+            return Err(LogError::Invalid {
+                what: "consistency proof".into(),
+                violations: vec![format!("old size {old_size} is above new size {new_size}")],
+            });
+        }
+        Ok(merkle::consistency_proof(
+            self.inner.store.as_ref(),
+            old_size,
+            new_size,
+        )?)
+    }
+
+    /// Leaf hash of event `seq` as stored.
+    pub fn leaf_hash(&self, seq: u64) -> Result<Hash> {
+        if seq >= self.len() {
+            return Err(LogError::NotFound {
+                what: format!("event {seq}"),
+            });
+        }
+        Ok(merkle::NodeSource::node(self.inner.store.as_ref(), 0, seq)?)
+    }
+
+    fn check_size(&self, size: u64) -> Result<()> {
+        if size > self.len() {
+            return Err(LogError::NotFound {
+                what: format!("tree size {size} (the log has {} events)", self.len()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes projection snapshots now (also done every `snapshot_every`
+    /// events and on close).
+    pub fn snapshot(&self) -> Result<()> {
+        let state = self.state();
+        let len = self.len();
+        let root = merkle::root_at(self.inner.store.as_ref(), len)?;
+        write_snapshots(&self.inner, &state, len, root)
+    }
+
+    /// Stops the committer after the queue drains, writes snapshots and
+    /// syncs. Further appends fail with `Closed`.
+    pub fn close(&self) -> Result<()> {
+        drop(lock(&self.inner.queue).take());
+        let handles: Vec<_> = lock(&self.inner.committer).drain(..).collect();
+        for handle in handles {
+            let _ = handle.join();
+        }
+        if let Some(f) = lock(&self.inner.failure).clone() {
+            return Err(LogError::Closed(f));
+        }
+        self.snapshot()
+    }
+}
+
+impl<M> Drop for Inner<M> {
+    fn drop(&mut self) {
+        drop(lock(&self.queue).take());
+        let handles: Vec<_> = lock(&self.committer).drain(..).collect();
+        for handle in handles {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn sign_checkpoint<M>(inner: &Inner<M>, size: u64, root: Hash) -> String {
+    let body = Checkpoint {
+        origin: inner.origin.clone(),
+        size,
+        root,
+        extensions: Vec::new(),
+    }
+    .body();
+    checkpoint::sign_note(&body, &inner.origin, &inner.ledger_key)
+}
+
+/// Seals and writes every projection snapshot of `state`, which reflects
+/// events `0..len` with tree root `root`.
+fn write_snapshots<M: StateMachine>(
+    inner: &Inner<M>,
+    state: &M,
+    len: u64,
+    root: Hash,
+) -> Result<()> {
+    for (name, bytes) in state.snapshot() {
+        let sealed = crate::snapshot::seal(name, len, &root, &bytes, &inner.ledger_key);
+        inner.store.put_snapshot(name, &sealed)?;
+    }
+    Ok(())
+}
+
+/// The committed state, re-read from the store after a fail-stop (the live
+/// state had folded events that never became durable).
+fn reload_state<M: StateMachine>(inner: &Inner<M>, len: u64) -> Result<M> {
+    let mut state = M::default();
+    let mut next = 0;
+    while next < len {
+        let to = (next + 8192).min(len);
+        for (seq, bytes) in inner.store.event_range(next, to)? {
+            let event = Event::decode(&bytes)
+                .map_err(|e| LogError::corrupt(format!("event {seq}"), e.to_string()))?;
+            state.apply(&event)?;
+        }
+        next = to;
+    }
+    Ok(state)
+}
+
+/// What the verify stage learnt about one statement.
+#[derive(Clone)]
+struct Check {
+    signature: Result<(), String>,
+    digest: Hash,
+    /// `Some(answer)` when the verify stage could answer the idempotency
+    /// question as of `seen_len`; `None` when the committer must ask.
+    prior: Option<Option<u64>>,
+    seen_len: u64,
+}
+
+struct Committer<M> {
+    inner: Arc<Inner<M>>,
+    recent: RecentDigests,
+    frontier: Frontier,
+    prev_hash: Hash,
+    last_time: u64,
+    since_snapshot: u64,
+}
+
+/// Signatures checked by the verify stage, waiting to be sequenced.
+struct Verified {
+    requests: Vec<Request>,
+    signatures: Vec<Result<(), String>>,
+    /// Statement digests, in order.
+    digests: Vec<Hash>,
+    /// Sequence of an event already carrying each digest, as the store
+    /// answered after `seen_len` events were visible.
+    prior: Vec<Option<Option<u64>>>,
+    seen_len: u64,
+}
+
+/// A fixed 16 MiB Bloom filter over the statement digests in the log, so
+/// the common case of the idempotency check — a new statement — needs no
+/// store lookup. Four probe positions come straight from the digest (SHA-256
+/// output is uniform). No false negatives; false positives (≈0.5% at 10M
+/// statements) only cost a lookup.
+struct StatementFilter {
+    words: Vec<AtomicU64>,
+}
+
+impl StatementFilter {
+    const BITS_LOG2: u32 = 27;
+
+    fn new() -> Self {
+        Self {
+            words: (0..(1usize << (Self::BITS_LOG2 - 6)))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    fn positions(digest: &Hash) -> impl Iterator<Item = usize> + '_ {
+        (0..4).map(move |i| {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&digest[4 * i..4 * i + 4]);
+            (u32::from_le_bytes(b) & ((1u32 << Self::BITS_LOG2) - 1)) as usize
+        })
+    }
+
+    fn insert(&self, digest: &Hash) {
+        for p in Self::positions(digest) {
+            self.words[p >> 6].fetch_or(1 << (p & 63), Ordering::Relaxed);
+        }
+    }
+
+    fn may_contain(&self, digest: &Hash) -> bool {
+        Self::positions(digest)
+            .all(|p| self.words[p >> 6].load(Ordering::Relaxed) & (1 << (p & 63)) != 0)
+    }
+}
+
+/// Digests appended recently, for idempotency checks of statements whose
+/// store lookup ran before those appends were visible.
+#[derive(Default)]
+struct RecentDigests {
+    by_digest: HashMap<Hash, u64>,
+    order: std::collections::VecDeque<(u64, Hash)>,
+}
+
+impl RecentDigests {
+    const KEEP: usize = 1 << 16;
+
+    /// Lowest sequence number still remembered (all later ones are).
+    fn floor(&self, len: u64) -> u64 {
+        self.order.front().map_or(len, |(s, _)| *s)
+    }
+
+    fn insert(&mut self, seq: u64, digest: Hash) {
+        self.by_digest.insert(digest, seq);
+        self.order.push_back((seq, digest));
+        while self.order.len() > Self::KEEP {
+            if let Some((_, d)) = self.order.pop_front() {
+                self.by_digest.remove(&d);
+            }
+        }
+    }
+}
+
+fn fail_requests(requests: Vec<Request>, why: &str) {
+    for r in requests {
+        let n = r.statements.len();
+        let _ = r.reply.send(
+            (0..n)
+                .map(|_| Err(LogError::Closed(why.to_string())))
+                .collect(),
+        );
+    }
+}
+
+/// Stage 1 of the write path: take everything queued (up to `max_batch`
+/// statements), verify the signatures on all cores, hand the batch to the
+/// committer. Runs concurrently with the committer's fsync of the previous
+/// batch.
+fn verify_stage<M>(inner: Arc<Inner<M>>, rx: Receiver<Request>, tx: SyncSender<Verified>) {
+    while let Ok(first) = rx.recv() {
+        let mut requests = vec![first];
+        let mut count = requests[0].statements.len();
+        while count < inner.options.max_batch {
+            match rx.try_recv() {
+                Ok(r) => {
+                    count += r.statements.len();
+                    requests.push(r);
+                }
+                Err(_) => break,
+            }
+        }
+        inner
+            .metrics
+            .queued
+            .fetch_sub(requests.len() as u64, Ordering::Relaxed);
+        let all: Vec<&Statement> = requests.iter().flat_map(|r| r.statements.iter()).collect();
+        let signatures = verify_all(&all);
+        // Idempotency lookups happen here, off the committer's critical
+        // path; the committer covers what became visible since `seen_len`.
+        let seen_len = inner.visible_len.load(Ordering::Acquire);
+        let digests: Vec<Hash> = all.iter().map(|s| s.digest()).collect();
+        let prior: Vec<Option<Option<u64>>> = digests
+            .iter()
+            .map(|d| {
+                if inner.statement_filter.may_contain(d) {
+                    inner.store.statement_seq(d).ok()
+                } else {
+                    // Definitely new as of `seen_len` (a Bloom filter has no
+                    // false negatives): no store lookup.
+                    Some(None)
+                }
+            })
+            .collect();
+        drop(all);
+        if let Err(mpsc::SendError(v)) = tx.send(Verified {
+            requests,
+            signatures,
+            digests,
+            prior,
+            seen_len,
+        }) {
+            fail_requests(v.requests, "ledger failed");
+            while let Ok(r) = rx.try_recv() {
+                fail_requests(vec![r], "ledger failed");
+            }
+            return;
+        }
+    }
+}
+
+impl<M: StateMachine> Committer<M> {
+    fn run(mut self, rx: Receiver<Verified>) {
+        while let Ok(first) = rx.recv() {
+            let mut group = vec![first];
+            let mut count = group[0].signatures.len();
+            // Merge whatever else is already verified into one commit.
+            while count < 2 * self.inner.options.max_batch {
+                match rx.try_recv() {
+                    Ok(v) => {
+                        count += v.signatures.len();
+                        group.push(v);
+                    }
+                    Err(_) => break,
+                }
+            }
+            if let Err(e) = self.process(group) {
+                let msg = format!("fail-stop after a storage error: {e}");
+                tracing::error!("{msg}");
+                *lock(&self.inner.failure) = Some(msg.clone());
+                drop(lock(&self.inner.queue).take());
+                // The live state folded events that never became durable:
+                // readers must see only committed state.
+                {
+                    let mut state = self
+                        .inner
+                        .state
+                        .write()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let len = self.inner.committed_len.load(Ordering::Acquire);
+                    match reload_state(&self.inner, len) {
+                        Ok(s) => *state = s,
+                        Err(e) => {
+                            tracing::error!("reloading the committed state failed: {e}");
+                            *state = M::default();
+                        }
+                    }
+                }
+                for l in lock(&self.inner.failure_listeners).iter() {
+                    l(&msg);
+                }
+                // Wake tail waiters so they see the failure.
+                self.inner.committed_changed.notify_all();
+                while let Ok(v) = rx.try_recv() {
+                    fail_requests(v.requests, "ledger failed");
+                }
+                return;
+            }
+        }
+        // Queue closed: write final snapshots.
+        let state = self
+            .inner
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let len = self.frontier.size();
+        if let Err(e) = write_snapshots(&self.inner, &state, len, self.frontier.root()) {
+            tracing::warn!("writing snapshots on close failed: {e}");
+        }
+    }
+
+    fn process(&mut self, group: Vec<Verified>) -> Result<()> {
+        let started = std::time::Instant::now();
+        let inner = Arc::clone(&self.inner);
+        // 1. Signatures and store lookups were done by the verify stage.
+        let mut requests = Vec::new();
+        let mut checks: Vec<Check> = Vec::new();
+        for v in group {
+            requests.extend(v.requests);
+            for ((signature, digest), prior) in v.signatures.into_iter().zip(v.digests).zip(v.prior)
+            {
+                checks.push(Check {
+                    signature,
+                    digest,
+                    prior,
+                    seen_len: v.seen_len,
+                });
+            }
+        }
+        // 2. Sequence under the state write lock.
+        let mut state = inner
+            .state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut batch = CommitBatch::default();
+        let mut results: Vec<Vec<Result<Receipt>>> = Vec::with_capacity(requests.len());
+        let mut pending: HashMap<Hash, Receipt> = HashMap::new();
+        let mut next_seq = self.frontier.size();
+        let mut idx = 0;
+        let clock = now_ms();
+        for req in &requests {
+            let mut out = Vec::with_capacity(req.statements.len());
+            for stmt in &req.statements {
+                let check = checks[idx].clone();
+                idx += 1;
+                out.push(self.sequence_one(
+                    stmt,
+                    check,
+                    clock,
+                    &mut state,
+                    &mut batch,
+                    &mut pending,
+                    &mut next_seq,
+                ));
+            }
+            results.push(out);
+        }
+        let appended = batch.events.len() as u64;
+        if appended > 0 {
+            let note = sign_checkpoint(&inner, next_seq, self.frontier.root());
+            batch.checkpoint = Some((next_seq, note.clone()));
+            // 3. One atomic write, flush and fsync. Failure is fail-stop: the
+            // in-memory state is ahead of the disk and must not be used.
+            inner.store.commit(&batch)?;
+            // 4. The anchor, before anyone is told: a checkpoint is served
+            // (and a receipt sent) only once it is anchored.
+            inner.store.put_anchor(&note)?;
+            for (digest, seq) in &batch.statements {
+                self.recent.insert(*seq, *digest);
+                inner.statement_filter.insert(digest);
+            }
+            // After the filter holds them: the verify stage reads
+            // `visible_len` before consulting the filter.
+            inner.visible_len.store(next_seq, Ordering::Release);
+        }
+        drop(state);
+        // 4. Publish.
+        if appended > 0 {
+            {
+                let mut c = lock(&inner.committed);
+                *c = next_seq;
+                inner.committed_len.store(next_seq, Ordering::Release);
+            }
+            inner.committed_changed.notify_all();
+            for l in lock(&inner.listeners).iter() {
+                l(next_seq);
+            }
+        }
+        let rejected: u64 = results.iter().flatten().filter(|r| r.is_err()).count() as u64;
+        inner
+            .metrics
+            .appended
+            .fetch_add(appended, Ordering::Relaxed);
+        inner
+            .metrics
+            .rejected
+            .fetch_add(rejected, Ordering::Relaxed);
+        inner.metrics.batches.fetch_add(1, Ordering::Relaxed);
+        inner.metrics.commit_micros_total.fetch_add(
+            u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        for (req, res) in requests.into_iter().zip(results) {
+            let _ = req.reply.send(res);
+        }
+        let next_seq_snapshot = self.frontier.size();
+        let root_snapshot = self.frontier.root();
+        self.since_snapshot += appended;
+        if self.since_snapshot >= inner.options.snapshot_every {
+            self.since_snapshot = 0;
+            let state = inner
+                .state
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            write_snapshots(&inner, &state, next_seq_snapshot, root_snapshot)?;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)] // reason: the committer's per-batch context, kept explicit
+    fn sequence_one(
+        &mut self,
+        stmt: &Statement,
+        check: Check,
+        clock: u64,
+        state: &mut M,
+        batch: &mut CommitBatch,
+        pending: &mut HashMap<Hash, Receipt>,
+        next_seq: &mut u64,
+    ) -> Result<Receipt> {
+        stmt.check_shape()?;
+        // The signature first: a statement whose signature does not verify
+        // is refused even when an identical statement is in the log, so an
+        // unauthenticated caller never learns a receipt (or a verdict).
+        check
+            .signature
+            .map_err(|detail| LogError::BadSignature { seq: None, detail })?;
+        let digest = check.digest;
+        if let Some(r) = pending.get(&digest) {
+            return Ok(Receipt {
+                duplicate: true,
+                ..r.clone()
+            });
+        }
+        let prior = match check.prior {
+            Some(Some(seq)) => Some(seq),
+            Some(None) if check.seen_len >= self.recent.floor(*next_seq) => {
+                self.recent.by_digest.get(&digest).copied()
+            }
+            _ => self.inner.store.statement_seq(&digest)?,
+        };
+        if let Some(seq) = prior {
+            let bytes = self.inner.store.event_bytes(seq)?.ok_or_else(|| {
+                LogError::corrupt(format!("event {seq}"), "indexed but missing")
+            })?;
+            let event = Event::decode(&bytes)?;
+            return Ok(Receipt {
+                seq,
+                leaf_hash: merkle::leaf_hash(&bytes),
+                recorded_at_ms: event.recorded_at_ms,
+                duplicate: true,
+            });
+        }
+        let recorded_at_ms = clock.max(self.last_time);
+        let ctx = AdmitContext {
+            seq: *next_seq,
+            recorded_at_ms,
+        };
+        state.admit(stmt, &ctx)?;
+        let event = Event {
+            format: EVENT_FORMAT,
+            seq: *next_seq,
+            recorded_at_ms,
+            prev_hash: self.prev_hash,
+            kind: stmt.kind.clone(),
+            author: stmt.author,
+            payload: stmt.payload.clone(),
+            signature: stmt.signature,
+        };
+        let bytes = event.encode();
+        let leaf = merkle::leaf_hash(&bytes);
+        // An admitted statement always folds; a failure is a bug in the
+        // state machine, reported as such (nothing is appended).
+        state.apply(&event).map_err(|e| {
+            LogError::corrupt(
+                format!("event {} (not appended)", event.seq),
+                format!("the state machine admitted a statement it cannot fold: {e}"),
+            )
+        })?;
+        batch.nodes.extend(self.frontier.push(leaf));
+        batch.events.push((event.seq, bytes));
+        batch.statements.push((digest, event.seq));
+        self.prev_hash = leaf;
+        self.last_time = recorded_at_ms;
+        *next_seq += 1;
+        let receipt = Receipt {
+            seq: event.seq,
+            leaf_hash: leaf,
+            recorded_at_ms,
+            duplicate: false,
+        };
+        pending.insert(digest, receipt.clone());
+        Ok(receipt)
+    }
+}
+
+/// Verifies every statement's signature under the one rule
+/// ([`crate::signature`]): batches on chunks across all cores, each answer
+/// exactly what a single verification would give.
+fn verify_all(stmts: &[&Statement]) -> Vec<Result<(), String>> {
+    crate::event::verify_statements(stmts)
+        .into_iter()
+        .map(|r| r.map_err(|e| e.to_string()))
+        .collect()
+}

@@ -1,0 +1,671 @@
+//! The storage trait and its embedded sled implementation.
+//!
+//! The trait is deliberately narrow — commit a batch durably, read events,
+//! Merkle nodes, statement digests, checkpoints and projection snapshots — so
+//! that a backend on another engine (a PostgreSQL-wire database plus an object
+//! store) can replace sled without touching projections, the verifier or the
+//! API.
+//!
+//! sled layout (one tree, prefix-keyed, so a commit is one atomic
+//! `apply_batch`):
+//!
+//! | key | value |
+//! | --- | --- |
+//! | `b'e' ‖ seq (u64 BE)` | canonical event bytes |
+//! | `b'n' ‖ level (u8) ‖ index (u64 BE)` | complete Merkle node hash (level 0 = leaf hash) |
+//! | `b's' ‖ statement digest (32)` | seq (u64 BE) of the first event carrying it |
+//! | `b'c' ‖ tree size (u64 BE)` | signed checkpoint note (UTF-8) |
+//!
+//! Projection snapshots are files under `DIR/snapshots/`, written atomically;
+//! the store keeps their bytes, the log authenticates them
+//! ([`crate::snapshot`]). The anchor (the latest signed checkpoint) is the
+//! file `DIR/anchor`, apart from the sled tree ([`Anchor`]).
+//!
+//! # Durability
+//!
+//! A commit is one sled batch, `flush`, then `sync_all` of `log/db` (sled
+//! 0.34's flush is not an fsync: sled#1452). sled writes a node that grows
+//! past a quarter segment into its own file under `log/blobs/` and never
+//! syncs it, nor the directories; so after every flush the store fsyncs each
+//! new file in `log/blobs/` and every directory of `log/` whose listing
+//! changed. No acknowledged byte lives in a file or a name that was not
+//! fsynced.
+
+use std::fs::{self, File};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::error::{LogError, Result};
+use crate::merkle::{Hash, MerkleError, NodeSource};
+
+/// Everything one group commit writes, atomically.
+#[derive(Debug, Default)]
+pub struct CommitBatch {
+    /// `(seq, canonical bytes)`, consecutive from the store's current length.
+    pub events: Vec<(u64, Vec<u8>)>,
+    /// `(statement digest, seq)` for idempotent replays.
+    pub statements: Vec<(Hash, u64)>,
+    /// Complete Merkle nodes created by these events.
+    pub nodes: Vec<(u8, u64, Hash)>,
+    /// The signed checkpoint for the tree after this batch.
+    pub checkpoint: Option<(u64, String)>,
+}
+
+/// The narrow storage interface the ledger needs.
+pub trait Store: NodeSource + Send + Sync {
+    /// Writes `batch` atomically and returns only once it is on disk.
+    fn commit(&self, batch: &CommitBatch) -> Result<()>;
+    /// Number of events stored.
+    fn len(&self) -> Result<u64>;
+    /// Whether the log is empty.
+    fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+    /// Canonical bytes of event `seq`.
+    fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>>;
+    /// Canonical bytes of events `from..to` (clamped to the log), in order.
+    fn event_range(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>>;
+    /// Sequence number of the event that first carried a statement digest.
+    fn statement_seq(&self, digest: &Hash) -> Result<Option<u64>>;
+    /// Calls `f` with every statement digest in the log (to build the
+    /// ledger's in-memory filter when it opens).
+    fn for_each_statement(&self, f: &mut dyn FnMut(Hash)) -> Result<()>;
+    /// Stored leaf hashes (Merkle level 0) of events `from..to` that exist,
+    /// in order. Replay compares them with the hashes of the stored bytes.
+    fn leaf_hashes(&self, from: u64, to: u64) -> Result<Vec<(u64, Hash)>> {
+        Ok((from..to)
+            .filter_map(|i| self.node(0, i).ok().map(|h| (i, h)))
+            .collect())
+    }
+    /// The checkpoint for exactly `size`, or the latest when `size` is None.
+    fn checkpoint(&self, size: Option<u64>) -> Result<Option<(u64, String)>>;
+    /// Durably stores the sealed bytes of a projection snapshot (see
+    /// [`crate::snapshot`]; the store does not interpret them).
+    fn put_snapshot(&self, name: &str, bytes: &[u8]) -> Result<()>;
+    /// The stored sealed bytes of snapshot `name`.
+    fn snapshot(&self, name: &str) -> Result<Option<Vec<u8>>>;
+    /// The anchor: the latest signed checkpoint note, kept durably apart from
+    /// the events (`None` only for a store that was never anchored).
+    fn anchor(&self) -> Result<Option<String>>;
+    /// Durably replaces the anchor. Called after the commit it covers is
+    /// durable, and before that checkpoint is served to anyone.
+    fn put_anchor(&self, note: &str) -> Result<()>;
+}
+
+/// Merkle nodes at or above this level are also kept in memory (about 4
+/// bytes per event: 1/16 + 1/32 + … of the leaves), so a proof reads only the
+/// bottom four levels from sled.
+pub const CACHED_FROM_LEVEL: u8 = 4;
+
+/// The embedded sled store under `DIR/log/` with snapshots in `DIR/snapshots/`.
+pub struct SledStore {
+    db: sled::Db,
+    tree: sled::Tree,
+    db_file: File,
+    log_dir: PathBuf,
+    snapshot_dir: PathBuf,
+    anchor: Anchor,
+    /// Names under `log/` (and `log/blobs/`) as of the last sync.
+    synced_names: std::sync::Mutex<std::collections::BTreeSet<PathBuf>>,
+    /// `upper[l - CACHED_FROM_LEVEL][i]` = node (l, i), for every stored
+    /// complete node at level ≥ [`CACHED_FROM_LEVEL`].
+    upper: std::sync::RwLock<Vec<Vec<Hash>>>,
+}
+
+impl std::fmt::Debug for SledStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SledStore")
+            .field("snapshot_dir", &self.snapshot_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+fn event_key(seq: u64) -> [u8; 9] {
+    let mut k = [b'e'; 9];
+    k[1..].copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
+fn node_key(level: u8, index: u64) -> [u8; 10] {
+    let mut k = [0u8; 10];
+    k[0] = b'n';
+    k[1] = level;
+    k[2..].copy_from_slice(&index.to_be_bytes());
+    k
+}
+
+fn statement_key(digest: &Hash) -> [u8; 33] {
+    let mut k = [b's'; 33];
+    k[1..].copy_from_slice(digest);
+    k
+}
+
+fn checkpoint_key(size: u64) -> [u8; 9] {
+    let mut k = [b'c'; 9];
+    k[1..].copy_from_slice(&size.to_be_bytes());
+    k
+}
+
+fn seq_from(bytes: &[u8], location: &str) -> Result<u64> {
+    let arr: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| LogError::corrupt(location, "expected an 8-byte sequence number"))?;
+    Ok(u64::from_be_bytes(arr))
+}
+
+impl SledStore {
+    /// Opens (or creates) the store under `dir`.
+    ///
+    /// The directories `log/` and `snapshots/` and the anchor file must
+    /// exist ([`SledStore::create`] makes them); a missing one is reported,
+    /// never silently recreated, because a fresh empty store would hide a
+    /// lost log.
+    pub fn open(dir: &Path) -> Result<Self> {
+        let log_dir = dir.join("log");
+        let snapshot_dir = dir.join("snapshots");
+        for d in [&log_dir, &snapshot_dir] {
+            if !d.is_dir() {
+                return Err(LogError::corrupt(
+                    d.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                        + "/",
+                    "the directory is missing from the data directory",
+                ));
+            }
+        }
+        let anchor = Anchor::open(&dir.join("anchor"))?;
+        let db = sled::Config::new()
+            .path(&log_dir)
+            // Keep every value inline in the main file: sled writes values
+            // over segment_size/4 to separate blob files without fsync.
+            .segment_size(4 << 20)
+            .flush_every_ms(None)
+            .open()
+            .map_err(|e| LogError::store(format!("opening {}", log_dir.display()), e))?;
+        let tree = db
+            .open_tree("log")
+            .map_err(|e| LogError::store("opening tree log", e))?;
+        let db_path = log_dir.join("db");
+        let db_file = File::open(&db_path).map_err(|e| LogError::io(&db_path, e))?;
+        let upper = load_upper_levels(&tree)?;
+        let store = Self {
+            db,
+            tree,
+            db_file,
+            log_dir,
+            snapshot_dir,
+            anchor,
+            synced_names: std::sync::Mutex::default(),
+            upper: std::sync::RwLock::new(upper),
+        };
+        // Whatever sled wrote while opening (recovery) is made durable now.
+        store.sync()?;
+        Ok(store)
+    }
+
+    /// Creates an empty store under `dir` durably: `log/`, `snapshots/`, the
+    /// sled files and the anchor (two slots, both empty), every new name
+    /// fsynced into its directory. Refuses a directory that holds a store.
+    pub fn create(dir: &Path) -> Result<Self> {
+        create_dir_durably(dir)?;
+        for name in ["log", "snapshots", "anchor"] {
+            if dir.join(name).exists() {
+                return Err(LogError::AlreadyExists {
+                    what: format!("{name} in the data directory"),
+                });
+            }
+        }
+        create_dir_durably(&dir.join("log"))?;
+        create_dir_durably(&dir.join("snapshots"))?;
+        Anchor::create(&dir.join("anchor"))?;
+        sync_dir(dir)?;
+        Self::open(dir)
+    }
+
+    /// The raw sled tree, for tests that tamper with stored bytes.
+    #[doc(hidden)]
+    pub fn raw_tree(&self) -> &sled::Tree {
+        &self.tree
+    }
+
+    /// Flushes sled's buffers and fsyncs its file (sled 0.34's `flush` alone
+    /// does not reach the disk on Linux: sled#1452).
+    ///
+    /// Then fsyncs every file sled created since the last sync (its blob
+    /// files under `log/blobs/`, snapshots of its page table) and every
+    /// directory whose listing changed, so no acknowledged byte sits in a
+    /// file or a name that was not made durable.
+    pub fn sync(&self) -> Result<()> {
+        self.db
+            .flush()
+            .map_err(|e| LogError::store("flushing", e))?;
+        self.db_file
+            .sync_all()
+            .map_err(|e| LogError::io("log/db", e))?;
+        self.sync_new_names()
+    }
+
+    fn sync_new_names(&self) -> Result<()> {
+        let mut synced = self
+            .synced_names
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut now = std::collections::BTreeSet::new();
+        let mut dirs_changed: Vec<PathBuf> = Vec::new();
+        for dir in [self.log_dir.clone(), self.log_dir.join("blobs")] {
+            let entries = match fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(LogError::io(&dir, e)),
+            };
+            let mut changed = false;
+            for entry in entries {
+                let entry = entry.map_err(|e| LogError::io(&dir, e))?;
+                let path = entry.path();
+                if !synced.contains(&path) {
+                    changed = true;
+                    let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
+                    if is_file {
+                        match File::open(&path) {
+                            Ok(f) => f.sync_all().map_err(|e| LogError::io(&path, e))?,
+                            // sled removed it in the meantime: nothing to keep.
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                            Err(e) => return Err(LogError::io(&path, e)),
+                        }
+                    }
+                }
+                now.insert(path);
+            }
+            if changed || synced.iter().any(|p| p.parent() == Some(dir.as_path()) && !now.contains(p)) {
+                dirs_changed.push(dir);
+            }
+        }
+        for dir in &dirs_changed {
+            sync_dir(dir)?;
+        }
+        *synced = now;
+        Ok(())
+    }
+}
+
+/// Reads every stored node at level ≥ [`CACHED_FROM_LEVEL`], checking that
+/// each level is contiguous from index 0.
+fn load_upper_levels(tree: &sled::Tree) -> Result<Vec<Vec<Hash>>> {
+    let mut upper = Vec::new();
+    for level in CACHED_FROM_LEVEL..64 {
+        let mut nodes = Vec::new();
+        for item in tree.scan_prefix([b'n', level]) {
+            let (k, v) = item.map_err(|e| LogError::store("scanning Merkle nodes", e))?;
+            let index = seq_from(&k[2..], "Merkle node key")?;
+            if index != nodes.len() as u64 || v.len() != 32 {
+                return Err(LogError::corrupt(
+                    format!("Merkle node ({level}, {index})"),
+                    "nodes of a level are not contiguous 32-byte hashes",
+                ));
+            }
+            let mut h = [0u8; 32];
+            h.copy_from_slice(&v);
+            nodes.push(h);
+        }
+        if nodes.is_empty() {
+            break;
+        }
+        upper.push(nodes);
+    }
+    Ok(upper)
+}
+
+impl NodeSource for SledStore {
+    fn node(&self, level: u8, index: u64) -> Result<Hash, MerkleError> {
+        if level >= CACHED_FROM_LEVEL {
+            let upper = self
+                .upper
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            return usize::try_from(index)
+                .ok()
+                .and_then(|i| upper.get(usize::from(level - CACHED_FROM_LEVEL))?.get(i))
+                .copied()
+                .ok_or(MerkleError::MissingNode { level, index });
+        }
+        match self.tree.get(node_key(level, index)) {
+            Ok(Some(v)) if v.len() == 32 => {
+                let mut h = [0u8; 32];
+                h.copy_from_slice(&v);
+                Ok(h)
+            }
+            _ => Err(MerkleError::MissingNode { level, index }),
+        }
+    }
+}
+
+impl Store for SledStore {
+    fn commit(&self, batch: &CommitBatch) -> Result<()> {
+        let mut b = sled::Batch::default();
+        for (seq, bytes) in &batch.events {
+            b.insert(&event_key(*seq)[..], bytes.as_slice());
+        }
+        for (digest, seq) in &batch.statements {
+            b.insert(&statement_key(digest)[..], &seq.to_be_bytes()[..]);
+        }
+        for (level, index, hash) in &batch.nodes {
+            b.insert(&node_key(*level, *index)[..], &hash[..]);
+        }
+        if let Some((size, note)) = &batch.checkpoint {
+            b.insert(&checkpoint_key(*size)[..], note.as_bytes());
+        }
+        self.tree
+            .apply_batch(b)
+            .map_err(|e| LogError::store("applying a commit batch", e))?;
+        self.sync()?;
+        // Durable: publish the upper nodes to the in-memory levels.
+        let mut upper = self
+            .upper
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (level, index, hash) in &batch.nodes {
+            if *level < CACHED_FROM_LEVEL {
+                continue;
+            }
+            let l = usize::from(level - CACHED_FROM_LEVEL);
+            while upper.len() <= l {
+                upper.push(Vec::new());
+            }
+            if *index == upper[l].len() as u64 {
+                upper[l].push(*hash);
+            } else {
+                // Out of order: only a store written by hand does this;
+                // proofs then fail with MissingNode rather than lie.
+                tracing::warn!("Merkle node ({level}, {index}) committed out of order");
+            }
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> Result<u64> {
+        match self.tree.scan_prefix(b"e").next_back() {
+            None => Ok(0),
+            Some(Ok((k, _))) => Ok(seq_from(&k[1..], "last event key")? + 1),
+            Some(Err(e)) => Err(LogError::store("reading the last event", e)),
+        }
+    }
+
+    fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>> {
+        self.tree
+            .get(event_key(seq))
+            .map(|v| v.map(|v| v.to_vec()))
+            .map_err(|e| LogError::store(format!("reading event {seq}"), e))
+    }
+
+    fn event_range(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>> {
+        if from >= to {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::with_capacity(usize::try_from(to - from).unwrap_or(0).min(1 << 16));
+        for item in self.tree.range(event_key(from)..event_key(to)) {
+            let (k, v) = item.map_err(|e| LogError::store("scanning events", e))?;
+            out.push((seq_from(&k[1..], "event key")?, v.to_vec()));
+        }
+        Ok(out)
+    }
+
+    fn for_each_statement(&self, f: &mut dyn FnMut(Hash)) -> Result<()> {
+        for item in self.tree.scan_prefix(b"s") {
+            let (k, _) = item.map_err(|e| LogError::store("scanning statement digests", e))?;
+            if let Ok(d) = <[u8; 32]>::try_from(&k[1..]) {
+                f(d);
+            }
+        }
+        Ok(())
+    }
+
+    fn leaf_hashes(&self, from: u64, to: u64) -> Result<Vec<(u64, Hash)>> {
+        let mut out = Vec::new();
+        if from >= to {
+            return Ok(out);
+        }
+        for item in self.tree.range(node_key(0, from)..node_key(0, to)) {
+            let (k, v) = item.map_err(|e| LogError::store("scanning Merkle leaves", e))?;
+            let seq = seq_from(&k[2..], "Merkle leaf key")?;
+            if let Ok(h) = <[u8; 32]>::try_from(v.as_ref()) {
+                out.push((seq, h));
+            }
+        }
+        Ok(out)
+    }
+
+    fn statement_seq(&self, digest: &Hash) -> Result<Option<u64>> {
+        match self
+            .tree
+            .get(statement_key(digest))
+            .map_err(|e| LogError::store("reading statement index", e))?
+        {
+            None => Ok(None),
+            Some(v) => Ok(Some(seq_from(&v, "statement index")?)),
+        }
+    }
+
+    fn checkpoint(&self, size: Option<u64>) -> Result<Option<(u64, String)>> {
+        let found = match size {
+            Some(s) => self
+                .tree
+                .get(checkpoint_key(s))
+                .map_err(|e| LogError::store("reading checkpoint", e))?
+                .map(|v| (s, v)),
+            None => match self.tree.scan_prefix(b"c").next_back() {
+                None => None,
+                Some(Ok((k, v))) => Some((seq_from(&k[1..], "checkpoint key")?, v)),
+                Some(Err(e)) => return Err(LogError::store("reading checkpoints", e)),
+            },
+        };
+        found
+            .map(|(s, v)| {
+                String::from_utf8(v.to_vec())
+                    .map(|note| (s, note))
+                    .map_err(|_| LogError::corrupt(format!("checkpoint {s}"), "not UTF-8"))
+            })
+            .transpose()
+    }
+
+    fn put_snapshot(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        write_atomically(&self.snapshot_dir.join(format!("{name}.snap")), bytes)
+    }
+
+    fn snapshot(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let path = self.snapshot_dir.join(format!("{name}.snap"));
+        match fs::read(&path) {
+            Ok(content) => Ok(Some(content)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(LogError::io(path, e)),
+        }
+    }
+
+    fn anchor(&self) -> Result<Option<String>> {
+        self.anchor.read()
+    }
+
+    fn put_anchor(&self, note: &str) -> Result<()> {
+        self.anchor.write(note)
+    }
+}
+
+/// The anchor file: the latest signed checkpoint note, in two fixed slots
+/// written alternately (pwrite + fdatasync), so a torn write of one slot
+/// leaves the other intact. A slot is `"DKTANCH1"`, the note length (u32
+/// BE), SHA-256 of the note, the note, zero padding to [`Anchor::SLOT`]
+/// bytes. Reading picks the valid slot whose note names the larger tree
+/// size; which slot is newer is decided by the note, never by the file.
+pub struct Anchor {
+    file: File,
+    /// Slot to write next.
+    next_slot: std::sync::Mutex<u64>,
+}
+
+impl std::fmt::Debug for Anchor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Anchor").finish_non_exhaustive()
+    }
+}
+
+impl Anchor {
+    /// Bytes per slot.
+    pub const SLOT: usize = 4096;
+    const MAGIC: &'static [u8; 8] = b"DKTANCH1";
+
+    fn create(path: &Path) -> Result<()> {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| LogError::io(path, e))?;
+        f.write_all(&vec![0u8; 2 * Self::SLOT])
+            .and_then(|()| f.sync_all())
+            .map_err(|e| LogError::io(path, e))
+    }
+
+    fn open(path: &Path) -> Result<Self> {
+        let file = match fs::OpenOptions::new().read(true).write(true).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LogError::corrupt(
+                    "anchor",
+                    "the anchor file (the latest signed checkpoint) is missing",
+                ));
+            }
+            Err(e) => return Err(LogError::io(path, e)),
+        };
+        let anchor = Self {
+            file,
+            next_slot: std::sync::Mutex::new(0),
+        };
+        let slots = anchor.slots()?;
+        // Write next into the slot that does not hold the newest note.
+        let newest = newest_slot(&slots);
+        *anchor
+            .next_slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = newest.map_or(0, |i| 1 - i as u64);
+        Ok(anchor)
+    }
+
+    fn slots(&self) -> Result<[Option<String>; 2]> {
+        use std::os::unix::fs::FileExt as _;
+        let mut out = [None, None];
+        for (i, slot) in out.iter_mut().enumerate() {
+            let mut buf = vec![0u8; Self::SLOT];
+            let n = self
+                .file
+                .read_at(&mut buf, (i * Self::SLOT) as u64)
+                .map_err(|e| LogError::io("anchor", e))?;
+            buf.truncate(n);
+            *slot = Self::parse_slot(&buf);
+        }
+        Ok(out)
+    }
+
+    fn parse_slot(buf: &[u8]) -> Option<String> {
+        use sha2::Digest as _;
+        if buf.len() < 44 || &buf[..8] != Self::MAGIC {
+            return None;
+        }
+        let len = u32::from_be_bytes(buf[8..12].try_into().ok()?) as usize;
+        let note = buf.get(44..44 + len)?;
+        if sha2::Sha256::digest(note)[..] != buf[12..44] {
+            return None;
+        }
+        String::from_utf8(note.to_vec()).ok()
+    }
+
+    fn read(&self) -> Result<Option<String>> {
+        let slots = self.slots()?;
+        Ok(newest_slot(&slots).and_then(|i| slots[i].clone()))
+    }
+
+    fn write(&self, note: &str) -> Result<()> {
+        use sha2::Digest as _;
+        use std::os::unix::fs::FileExt as _;
+        if 44 + note.len() > Self::SLOT {
+            return Err(LogError::ResourceExhausted(format!(
+                "checkpoint note of {} bytes does not fit an anchor slot",
+                note.len()
+            )));
+        }
+        let mut buf = Vec::with_capacity(Self::SLOT);
+        buf.extend_from_slice(Self::MAGIC);
+        buf.extend_from_slice(&(note.len() as u32).to_be_bytes());
+        buf.extend_from_slice(&sha2::Sha256::digest(note.as_bytes()));
+        buf.extend_from_slice(note.as_bytes());
+        buf.resize(Self::SLOT, 0);
+        let mut next = self
+            .next_slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.file
+            .write_all_at(&buf, *next * Self::SLOT as u64)
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| LogError::io("anchor", e))?;
+        *next = 1 - *next;
+        Ok(())
+    }
+}
+
+/// Tree size named by a note's checkpoint body (second line), if it parses.
+fn note_size(note: &str) -> Option<u64> {
+    note.lines().nth(1)?.parse().ok()
+}
+
+fn newest_slot(slots: &[Option<String>; 2]) -> Option<usize> {
+    match (slots[0].as_deref().map(note_size), slots[1].as_deref().map(note_size)) {
+        (None, None) => None,
+        (Some(_), None) => Some(0),
+        (None, Some(_)) => Some(1),
+        (Some(a), Some(b)) => Some(if b > a { 1 } else { 0 }),
+    }
+}
+
+/// Writes `path` atomically: a temp file in the same directory, fsync,
+/// rename, fsync of the directory.
+pub fn write_atomically(path: &Path, content: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    ));
+    let mut f = File::create(&tmp).map_err(|e| LogError::io(&tmp, e))?;
+    f.write_all(content)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| LogError::io(&tmp, e))?;
+    drop(f);
+    fs::rename(&tmp, path).map_err(|e| LogError::io(path, e))?;
+    sync_dir(dir)
+}
+
+/// Creates `dir` (and missing parents) so that every new name is durable:
+/// each directory created is fsynced into its parent.
+pub fn create_dir_durably(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dir_durably(parent)?;
+    }
+    match fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(LogError::io(dir, e)),
+    }
+    sync_dir(dir)?;
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        sync_dir(parent)?;
+    }
+    Ok(())
+}
+
+/// fsyncs a directory so a rename or create inside it is durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| LogError::io(dir, e))
+}

@@ -263,19 +263,29 @@ pub fn run_prove(backend: &dyn Backend, cmd: &ProveCmd, out: Output) -> Result<u
     Ok(exit::OK)
 }
 
-pub fn run_replay(backend: &dyn Backend, args: &ReplayArgs, out: Output) -> Result<u8> {
-    let Some(embedded) = backend.embedded() else {
+/// `docket replay`: reads the data directory itself (the store, not an open
+/// ledger, so a damaged log is reported finding by finding rather than
+/// refused at open).
+pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8> {
+    if ctx.server.is_some() {
         return Err(CliError::new(
             exit::USAGE,
             "replay reads the data directory itself; run it where the ledger lives (without --server)",
         )
         .into());
-    };
-    let ledger = &embedded.ledger;
-    let verifier = ledger.note_verifier()?;
-    let bar = out.progress(ledger.len(), "replaying");
+    }
+    if !docket_domain::ledger::exists(&ctx.data) {
+        return Err(CliError::new(
+            exit::MISSING,
+            format!("no ledger in {} (run `docket init`)", ctx.data.display()),
+        )
+        .into());
+    }
+    let (store, verifier) = docket_log::sequencer::open_store_for_verification(&ctx.data)?;
+    let len = docket_domain::store::Store::len(&store)?;
+    let bar = out.progress(len, "replaying");
     let (report, state) = replay::replay(
-        ledger.store().as_ref(),
+        &store,
         &verifier,
         ReplayOptions {
             verify: args.verify,
@@ -304,6 +314,9 @@ pub fn run_replay(backend: &dyn Backend, args: &ReplayArgs, out: Output) -> Resu
                 "; snapshots compared: {}",
                 report.snapshots_compared.join(", ")
             );
+        }
+        for m in &report.snapshots_missing {
+            s += &format!("\nnote: snapshot {m} is missing; it is rebuilt from the log on the next open");
         }
         if report.findings.is_empty() {
             s += if args.verify {

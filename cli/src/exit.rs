@@ -55,7 +55,11 @@ pub fn for_ledger_error(e: &LedgerError) -> u8 {
         | LedgerError::FailedPrecondition(_)
         | LedgerError::ResourceExhausted(_) => INVALID,
         LedgerError::NotFound { .. } => MISSING,
-        LedgerError::Corrupt { .. }
+        LedgerError::Store {
+            source: sled::Error::Corruption { .. },
+            ..
+        }
+        | LedgerError::Corrupt { .. }
         | LedgerError::BadSignature { .. }
         | LedgerError::Merkle(_)
         | LedgerError::Note(_) => HARD_FAIL,

@@ -96,7 +96,7 @@ fn main() -> ExitCode {
             .backend()
             .and_then(|b| core_cmds::run_checkpoint(b, *vkey, out)),
         Command::Prove(c) => ctx.backend().and_then(|b| core_cmds::run_prove(b, c, out)),
-        Command::Replay(a) => ctx.backend().and_then(|b| core_cmds::run_replay(b, a, out)),
+        Command::Replay(a) => core_cmds::run_replay(&ctx, a, out),
         Command::Verify(a) => verify_cmds::run_verify(a),
         Command::ValidateTask(a) => verify_cmds::run_validate_task(a),
         Command::Classify(a) => verify_cmds::run_classify(a),

@@ -86,16 +86,51 @@ fn deleted_event_is_found() {
 }
 
 #[test]
-fn doctored_snapshot_is_a_determinism_mismatch() {
+fn doctored_snapshot_is_tampering_and_is_never_used() {
     let dir = tempfile::tempdir().unwrap();
     ledger_with_events(dir.path(), 3);
     let snap = dir.path().join("snapshots/keys.snap");
-    let mut bytes = std::fs::read(&snap).unwrap();
-    let text = String::from_utf8(bytes.split_off(8)).unwrap();
+    let bytes = std::fs::read(&snap).unwrap();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
     let doctored = text.replacen("\"admin\"", "\"auditor\"", 1);
     assert_ne!(text, doctored);
-    bytes.extend_from_slice(doctored.as_bytes());
-    std::fs::write(&snap, bytes).unwrap();
+    std::fs::write(&snap, doctored.as_bytes()).unwrap();
+    let (code, v) = replay_verify(dir.path());
+    assert_eq!(code, 5, "{v}");
+    let detail = v["report"]["findings"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("keys"), "names the snapshot: {detail}");
+    // Opening rebuilds it from the log (with a warning); replay is then clean.
+    let out = docket()
+        .args(["--json", "--data"])
+        .arg(dir.path())
+        .args(["log", "show", "0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("keys"),
+        "warns about the rebuilt snapshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, v) = replay_verify(dir.path());
+    assert_eq!(code, 0, "{v}");
+}
+
+#[test]
+fn authentic_but_different_snapshot_is_a_determinism_mismatch() {
+    // A snapshot sealed with the ledger key whose content differs from the
+    // fold: what a non-deterministic projection would write. Exit 3, naming
+    // the first differing entry.
+    let dir = tempfile::tempdir().unwrap();
+    ledger_with_events(dir.path(), 3);
+    let ledger_key = keys::read_key_file(&dir.path().join("keys/ledger.key")).unwrap();
+    let snap = dir.path().join("snapshots/keys.snap");
+    let sealed = std::fs::read(&snap).unwrap();
+    let open = docket_log::snapshot::open("keys", &sealed, &ledger_key.verifying_key()).unwrap();
+    let body = String::from_utf8(open.body).unwrap().replacen("\"admin\"", "\"auditor\"", 1);
+    let resealed =
+        docket_log::snapshot::seal("keys", open.seq, &open.root, body.as_bytes(), &ledger_key);
+    std::fs::write(&snap, resealed).unwrap();
     let (code, v) = replay_verify(dir.path());
     assert_eq!(code, 3, "{v}");
     let detail = v["report"]["findings"][0]["detail"].as_str().unwrap();
@@ -103,4 +138,13 @@ fn doctored_snapshot_is_a_determinism_mismatch() {
         detail.contains("keys/keys/"),
         "names the differing key: {detail}"
     );
+}
+
+#[test]
+fn deleted_snapshot_is_rebuilt_not_a_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    ledger_with_events(dir.path(), 3);
+    std::fs::remove_file(dir.path().join("snapshots/verdicts.snap")).unwrap();
+    let (code, v) = replay_verify(dir.path());
+    assert_eq!(code, 0, "{v}");
 }

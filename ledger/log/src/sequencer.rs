@@ -149,6 +149,62 @@ impl<M: StateMachine> std::fmt::Debug for Log<M> {
     }
 }
 
+/// Reads `DIR/ledger.json`: the origin and the ledger's public key, the
+/// trust anchor for checkpoints and snapshots. Needs no private key.
+pub fn read_config(dir: &Path) -> Result<(LogConfigFile, NoteVerifier)> {
+    let config_path = dir.join("ledger.json");
+    let config: LogConfigFile = match std::fs::read(&config_path) {
+        Ok(b) => serde_json::from_slice(&b)
+            .map_err(|e| LogError::corrupt("ledger.json", e.to_string()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(LogError::NotFound {
+                what: "a ledger in the data directory (run `docket init`)".into(),
+            });
+        }
+        Err(e) => return Err(LogError::io(config_path, e)),
+    };
+    let public = keys::parse_public(&config.ledger_public_key)
+        .map_err(|e| LogError::corrupt("ledger.json", format!("ledger_public_key: {e}")))?;
+    let verifier = NoteVerifier::new(&config.origin, public)
+        .map_err(|e| LogError::corrupt("ledger.json", format!("origin: {e}")))?;
+    Ok((config, verifier))
+}
+
+/// Opens the sled store under `dir` for verification only (replay, audit
+/// of a data directory): no sequencer, no open-time refusal, so that every
+/// finding can be reported. sled can panic on a damaged file; that is
+/// reported as corruption of `log/`, never as a crash.
+pub fn open_store_for_verification(dir: &Path) -> Result<(SledStore, NoteVerifier)> {
+    let (_, verifier) = read_config(dir)?;
+    Ok((open_sled_guarded(dir)?, verifier))
+}
+
+/// [`SledStore::open`], with a panic inside sled turned into
+/// [`LogError::Corrupt`] naming `log/`.
+pub fn open_sled_guarded(dir: &Path) -> Result<SledStore> {
+    let dir = dir.to_path_buf();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| SledStore::open(&dir))) {
+        Ok(r) => r.map_err(|e| match e {
+            LogError::Store { context, source } => LogError::corrupt(
+                "log/",
+                format!("the sled store does not open ({context}): {source}"),
+            ),
+            other => other,
+        }),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(LogError::corrupt(
+                "log/",
+                format!("the sled store does not open (sled panicked: {msg})"),
+            ))
+        }
+    }
+}
+
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -209,7 +265,12 @@ impl<M: StateMachine> Log<M> {
 
     /// Opens the ledger under `dir` with its sled store.
     pub fn open(dir: &Path, options: LogOptions) -> Result<Log<M>> {
-        let store = Arc::new(SledStore::open(dir)?);
+        if !exists(dir) {
+            return Err(LogError::NotFound {
+                what: "a ledger in the data directory (run `docket init`)".into(),
+            });
+        }
+        let store = Arc::new(open_sled_guarded(dir)?);
         Self::open_with_store(dir, store, options)
     }
 

@@ -24,7 +24,10 @@ fn mount(dir: &Path) -> Option<Handle> {
 }
 
 fn sync_dir(path: &Path) {
-    File::open(path).expect("open dir").sync_all().expect("fsync dir");
+    File::open(path)
+        .expect("open dir")
+        .sync_all()
+        .expect("fsync dir");
 }
 
 #[test]

@@ -159,7 +159,7 @@ impl Projection for KeysProjection {
                     return;
                 };
                 self.keys.insert(
-                    p.public_key.to_ascii_lowercase(),
+                    p.public_key.clone(),
                     KeyRecord {
                         roles: p.roles.into_iter().collect(),
                         registered_seq: event.seq,
@@ -176,7 +176,7 @@ impl Projection for KeysProjection {
                 let Ok(p) = serde_json::from_slice::<KeyRevoked>(&event.payload) else {
                     return;
                 };
-                if let Some(k) = self.keys.get_mut(&p.public_key.to_ascii_lowercase()) {
+                if let Some(k) = self.keys.get_mut(&p.public_key) {
                     k.revoked_seq = Some(event.seq);
                     k.revoked_reason = p.reason;
                 }

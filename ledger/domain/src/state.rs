@@ -133,7 +133,7 @@ impl LedgerState {
                 violations,
             });
         }
-        if let Some(existing) = self.keys.keys.get(&p.public_key.to_ascii_lowercase()) {
+        if let Some(existing) = self.keys.keys.get(&p.public_key) {
             return Err(LedgerError::AlreadyExists {
                 what: format!(
                     "key {} (registered at seq {}{})",
@@ -151,7 +151,14 @@ impl LedgerState {
 
     fn admit_key_revoked(&self, stmt: &Statement, ctx: &AdmitContext) -> Result<()> {
         let p: KeyRevoked = parse_json("key.revoked", &stmt.payload)?;
-        let key = p.public_key.to_ascii_lowercase();
+        // One canonical spelling: a key can never count as two.
+        if let Err(e) = keys::parse_public(&p.public_key) {
+            return Err(LedgerError::Invalid {
+                what: "key.revoked".into(),
+                violations: vec![format!("public_key: {e}")],
+            });
+        }
+        let key = p.public_key.clone();
         let Some(record) = self.keys.keys.get(&key) else {
             return Err(LedgerError::NotFound {
                 what: format!("key {key}"),

@@ -1,0 +1,394 @@
+//! The log core tested with a tiny state machine of its own: no domain type
+//! in sight. Given/when/then cases for the seam (admission, fold, snapshots),
+//! idempotency after signature checks, anchored open, and a model-based
+//! property test with restarts.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use docket_log::event::Statement;
+use docket_log::machine::{AdmitContext, StateMachine};
+use docket_log::store::{SledStore, Store};
+use docket_log::verify::{FindingKind, Trust, VerifyOptions, verify_log};
+use docket_log::{Event, Log, LogError, LogOptions};
+use ed25519_dalek::SigningKey;
+use proptest::prelude::*;
+
+/// A register of `name=value` pairs. Admission refuses the value `deny`
+/// and payloads without `=`; the fold counts events per author.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Registers {
+    values: BTreeMap<String, String>,
+    events: u64,
+}
+
+impl StateMachine for Registers {
+    fn admit(&self, statement: &Statement, _at: &AdmitContext) -> docket_log::Result<()> {
+        let text = std::str::from_utf8(&statement.payload).map_err(|_| LogError::Invalid {
+            what: "toy.set".into(),
+            violations: vec!["payload is not UTF-8".into()],
+        })?;
+        match text.split_once('=') {
+            Some((_, "deny")) => Err(LogError::FailedPrecondition("value deny refused".into())),
+            Some(_) => Ok(()),
+            None => Err(LogError::Invalid {
+                what: "toy.set".into(),
+                violations: vec!["payload must be name=value".into()],
+            }),
+        }
+    }
+
+    fn apply(&mut self, event: &Event) -> docket_log::Result<()> {
+        let text = std::str::from_utf8(&event.payload)
+            .map_err(|_| LogError::corrupt(format!("event {}", event.seq), "not UTF-8"))?;
+        let (k, v) = text
+            .split_once('=')
+            .ok_or_else(|| LogError::corrupt(format!("event {}", event.seq), "no ="))?;
+        self.values.insert(k.to_string(), v.to_string());
+        self.events += 1;
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Vec<(&'static str, Vec<u8>)> {
+        let values = self
+            .values
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        vec![
+            ("values", values.into_bytes()),
+            ("count", self.events.to_string().into_bytes()),
+        ]
+    }
+
+    fn restore(_seq: u64, parts: &[(String, Vec<u8>)]) -> docket_log::Result<Self> {
+        let mut s = Registers::default();
+        for (name, bytes) in parts {
+            let text = std::str::from_utf8(bytes).map_err(|_| LogError::corrupt(name, "utf8"))?;
+            match name.as_str() {
+                "values" => {
+                    for line in text.lines().filter(|l| !l.is_empty()) {
+                        let (k, v) = line
+                            .split_once('=')
+                            .ok_or_else(|| LogError::corrupt(name, "line"))?;
+                        s.values.insert(k.into(), v.into());
+                    }
+                }
+                "count" => {
+                    s.events = text.parse().map_err(|_| LogError::corrupt(name, "count"))?;
+                }
+                _ => return Err(LogError::corrupt(name, "unknown part")),
+            }
+        }
+        Ok(s)
+    }
+}
+
+type ToyLog = Log<Registers>;
+
+fn author(n: u8) -> SigningKey {
+    SigningKey::from_bytes(&[n; 32])
+}
+
+fn set(name: &str, value: &str, key: &SigningKey) -> Statement {
+    Statement::sign("toy.set", format!("{name}={value}").into_bytes(), key)
+}
+
+fn create(dir: &Path) -> ToyLog {
+    ToyLog::create(dir, Some("toy.example/log"), LogOptions::default()).unwrap()
+}
+
+fn open(dir: &Path) -> docket_log::Result<ToyLog> {
+    ToyLog::open(dir, LogOptions::default())
+}
+
+fn verify(dir: &Path) -> docket_log::verify::VerifyReport {
+    let (store, verifier) = docket_log::sequencer::open_store_for_verification(dir).unwrap();
+    let (report, _) = verify_log::<Registers>(
+        &store,
+        Trust {
+            checkpoints: &verifier,
+            snapshots: &verifier.key,
+        },
+        VerifyOptions::full(),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    report
+}
+
+#[test]
+fn given_appends_when_reopened_then_state_and_log_are_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = create(dir.path());
+    let a = author(1);
+    for i in 0..50 {
+        log.append(set(&format!("r{}", i % 7), &i.to_string(), &a))
+            .unwrap();
+    }
+    let state = log.state().clone();
+    log.close().unwrap();
+    drop(log);
+    let log = open(dir.path()).unwrap();
+    assert_eq!(log.len(), 50);
+    assert_eq!(*log.state(), state);
+    assert!(log.open_report().warnings.is_empty(), "{:?}", log.open_report());
+    log.close().unwrap();
+    drop(log);
+    let report = verify(dir.path());
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    assert_eq!(report.anchor_size, Some(50));
+}
+
+#[test]
+fn given_a_refused_statement_when_appended_then_nothing_is_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = create(dir.path());
+    let a = author(1);
+    log.append(set("x", "1", &a)).unwrap();
+    let results = log
+        .append_many(vec![set("y", "deny", &a), set("z", "2", &a)])
+        .unwrap();
+    assert!(matches!(results[0], Err(LogError::FailedPrecondition(_))));
+    assert_eq!(results[1].as_ref().unwrap().seq, 1, "the refusal fails nothing else");
+    assert_eq!(log.len(), 2);
+    assert_eq!(log.state().values.get("y"), None);
+}
+
+#[test]
+fn given_a_logged_statement_when_resent_with_a_forged_signature_then_it_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = create(dir.path());
+    let a = author(1);
+    let st = set("x", "1", &a);
+    let first = log.append(st.clone()).unwrap();
+    // The same statement again: the first receipt, nothing appended.
+    let again = log.append(st.clone()).unwrap();
+    assert!(again.duplicate);
+    assert_eq!(again.seq, first.seq);
+    // Same author, kind and payload, forged signature: refused, no receipt.
+    let mut forged = st;
+    forged.signature[10] ^= 1;
+    assert!(matches!(
+        log.append(forged),
+        Err(LogError::BadSignature { .. })
+    ));
+    assert_eq!(log.len(), 1);
+}
+
+#[test]
+fn given_a_tampered_snapshot_when_opened_then_it_is_rebuilt_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = create(dir.path());
+    let a = author(1);
+    log.append(set("x", "1", &a)).unwrap();
+    log.append(set("y", "2", &a)).unwrap();
+    let state = log.state().clone();
+    log.close().unwrap();
+    drop(log);
+    let path = dir.path().join("snapshots/values.snap");
+    let text = std::fs::read(&path).unwrap();
+    let edited: Vec<u8> = String::from_utf8_lossy(&text)
+        .replace("x=1", "x=9")
+        .into_bytes();
+    std::fs::write(&path, edited).unwrap();
+    let report = verify(dir.path());
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.kind == FindingKind::SnapshotTampered),
+        "{:?}",
+        report.findings
+    );
+    assert_eq!(report.exit_code(), 5);
+    let log = open(dir.path()).unwrap();
+    assert_eq!(*log.state(), state, "the edited mirror is never served");
+    assert!(!log.open_report().warnings.is_empty());
+    log.close().unwrap();
+    drop(log);
+    assert!(verify(dir.path()).findings.is_empty(), "the mirror was rewritten");
+}
+
+#[test]
+fn given_a_snapshot_from_a_longer_log_when_opened_then_it_is_log_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = create(dir.path());
+    let a = author(1);
+    for i in 0..10 {
+        log.append(set("x", &i.to_string(), &a)).unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+    // Cut the last four events out of the store, and the anchor with them
+    // (as if both were lost): the snapshots still say 10.
+    let snapshots: Vec<(String, Vec<u8>)> = ["values", "count"]
+        .iter()
+        .map(|n| {
+            let p = dir.path().join(format!("snapshots/{n}.snap"));
+            (p.display().to_string(), std::fs::read(p).unwrap())
+        })
+        .collect();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        for seq in 6..10u64 {
+            let mut k = vec![b'e'];
+            k.extend_from_slice(&seq.to_be_bytes());
+            store.raw_tree().remove(k).unwrap();
+        }
+        store.sync().unwrap();
+    }
+    for (p, b) in snapshots {
+        std::fs::write(p, b).unwrap();
+    }
+    let err = open(dir.path()).unwrap_err();
+    assert!(matches!(err, LogError::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains("event 6"), "{err}");
+}
+
+#[test]
+fn given_a_truncated_log_when_opened_then_it_is_refused_naming_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = create(dir.path());
+    let a = author(1);
+    for i in 0..20 {
+        log.append(set("x", &i.to_string(), &a)).unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+    std::fs::remove_dir_all(dir.path().join("snapshots")).unwrap();
+    std::fs::create_dir(dir.path().join("snapshots")).unwrap();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        for seq in 15..20u64 {
+            let mut k = vec![b'e'];
+            k.extend_from_slice(&seq.to_be_bytes());
+            store.raw_tree().remove(k).unwrap();
+        }
+        store.sync().unwrap();
+    }
+    let err = open(dir.path()).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("event 15"), "{msg}");
+    assert!(msg.contains("20"), "says what was expected: {msg}");
+    // The verifier reports the same.
+    let report = verify(dir.path());
+    assert_eq!(report.exit_code(), 5);
+    assert_eq!(report.first_damage().unwrap().seq, Some(15), "{report:?}");
+}
+
+#[test]
+fn given_a_rewritten_event_when_opened_then_it_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = create(dir.path());
+    let a = author(1);
+    for i in 0..20 {
+        log.append(set("x", &i.to_string(), &a)).unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        let mut bytes = store.event_bytes(7).unwrap().unwrap();
+        let n = bytes.len();
+        bytes[n - 70] ^= 1;
+        let mut k = vec![b'e'];
+        k.extend_from_slice(&7u64.to_be_bytes());
+        store.raw_tree().insert(k, bytes).unwrap();
+        store.sync().unwrap();
+    }
+    let err = open(dir.path()).unwrap_err();
+    assert!(err.to_string().contains("event 7"), "{err}");
+}
+
+#[test]
+fn given_a_missing_anchor_when_opened_then_it_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = create(dir.path());
+    log.append(set("x", "1", &author(1))).unwrap();
+    log.close().unwrap();
+    drop(log);
+    std::fs::remove_file(dir.path().join("anchor")).unwrap();
+    let err = open(dir.path()).unwrap_err();
+    assert!(err.to_string().contains("anchor"), "{err}");
+}
+
+/// One step of the model test.
+#[derive(Debug, Clone)]
+enum Op {
+    Set(u8, u8),
+    Duplicate,
+    Forged,
+    Denied,
+    Restart,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u8..5, any::<u8>()).prop_map(|(k, v)| Op::Set(k, v)),
+        1 => Just(Op::Duplicate),
+        1 => Just(Op::Forged),
+        1 => Just(Op::Denied),
+        1 => Just(Op::Restart),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// The log against a model (a vector of accepted statements and a map),
+    /// with restarts: every acknowledged statement stays, in order; refused
+    /// ones never appear; state after reopen equals the model.
+    #[test]
+    fn log_matches_its_model_across_restarts(ops in proptest::collection::vec(op(), 1..40)) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = create(dir.path());
+        let a = author(2);
+        let mut model: Vec<Statement> = Vec::new();
+        let mut values: BTreeMap<String, String> = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Set(k, v) => {
+                    let st = set(&format!("k{k}"), &format!("v{v}-{}", model.len()), &a);
+                    let r = log.append(st.clone()).unwrap();
+                    prop_assert_eq!(r.seq, model.len() as u64);
+                    let text = String::from_utf8(st.payload.clone()).unwrap();
+                    let (k, v) = text.split_once('=').unwrap();
+                    values.insert(k.into(), v.into());
+                    model.push(st);
+                }
+                Op::Duplicate => {
+                    if let Some(st) = model.last().cloned() {
+                        let r = log.append(st).unwrap();
+                        prop_assert!(r.duplicate);
+                        prop_assert_eq!(r.seq, model.len() as u64 - 1);
+                    }
+                }
+                Op::Forged => {
+                    let mut st = set("f", "x", &a);
+                    st.signature[0] ^= 0x80;
+                    prop_assert!(log.append(st).is_err());
+                }
+                Op::Denied => {
+                    prop_assert!(log.append(set("d", "deny", &a)).is_err());
+                }
+                Op::Restart => {
+                    log.close().unwrap();
+                    drop(log);
+                    log = open(dir.path()).unwrap();
+                }
+            }
+            prop_assert_eq!(log.len(), model.len() as u64);
+            prop_assert_eq!(&log.state().values, &values);
+        }
+        for (i, st) in model.iter().enumerate() {
+            let e = log.event(i as u64).unwrap();
+            prop_assert_eq!(&e.statement(), st);
+        }
+        log.close().unwrap();
+        drop(log);
+        let report = verify(dir.path());
+        prop_assert!(report.findings.is_empty(), "{:?}", report.findings);
+    }
+}

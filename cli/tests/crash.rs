@@ -123,3 +123,89 @@ fn acknowledged_appends_survive_sigkill() {
     );
     println!("{total_acked} acknowledged appends survived {trials} SIGKILLs");
 }
+
+/// A submission acknowledged just before the process dies (abort: no
+/// destructor, no snapshot, like kill -9) still gets its automatic verdict:
+/// the next open scans for submissions without one and judges them.
+#[test]
+fn pending_verification_resumes_after_a_crash() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("ledger");
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("demo");
+    let run = |args: &[&str], fault: bool| {
+        let mut cmd = docket();
+        cmd.arg("--json").arg("--data").arg(&data).args(args);
+        if fault {
+            cmd.env("DOCKET_FAULT", "abort-after-submission");
+        }
+        cmd.output().unwrap()
+    };
+    assert!(run(&["init"], false).status.success());
+    let key = root.path().join("s.key");
+    let out = docket()
+        .args(["--json", "keygen", "--out"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    let pubkey: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pubkey = pubkey["public_key"].as_str().unwrap().to_string();
+    let admin = data.join("keys/admin.key");
+    let out = run(
+        &[
+            "key",
+            "add",
+            &pubkey,
+            "--role",
+            "submitter",
+            "--key",
+            admin.to_str().unwrap(),
+        ],
+        false,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let task: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(demo.join("task.json")).unwrap()).unwrap();
+    let task_id = task["task_id"].as_str().unwrap().to_string();
+    let out = run(
+        &[
+            "task",
+            "register",
+            demo.join("task.json").to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+        ],
+        false,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Given a submission acknowledged, then the process dies before auto-verify.
+    let out = run(
+        &[
+            "submit",
+            demo.join("pass").to_str().unwrap(),
+            "--task",
+            &task_id,
+            "--key",
+            key.to_str().unwrap(),
+        ],
+        true,
+    );
+    assert!(!out.status.success(), "the fault point aborted the process");
+    // When the ledger opens again, then the submission has its verdict.
+    let out = run(&["verdict", "show", &task_id], false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap_or("null"))
+        .unwrap_or(serde_json::Value::Null);
+    assert!(
+        v["status"] == "pass" && v["verdict_seq"].is_u64(),
+        "the pending submission was judged on reopen: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

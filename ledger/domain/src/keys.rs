@@ -59,4 +59,3 @@ impl std::str::FromStr for Role {
 pub use docket_log::keys::{
     generate, parse_public, parse_public_bytes, public_from_bytes, read_key_file, write_key_file,
 };
-

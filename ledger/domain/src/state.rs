@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 use crate::authority::{self, EXTENSION_PREFIX, GENESIS};
 use crate::error::{LedgerError, Result};
 use crate::event::{Event, Statement};
-pub use docket_log::machine::AdmitContext;
-use docket_log::machine::StateMachine;
 use crate::keys::{self, Role};
 use crate::projection::{GenesisPayload, KeyRegistered, KeyRevoked, KeysProjection, Projection};
+pub use docket_log::machine::AdmitContext;
+use docket_log::machine::StateMachine;
 
 /// All projections, folded together in log order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -383,8 +383,13 @@ fn snapshots_restart_and_replay_verify_compare_domain_projections() {
     // naming the file), and the ledger serves the log's verdict.
     let snap = dir.join("snapshots/verdicts.snap");
     let bytes = std::fs::read(&snap).unwrap();
-    let text = String::from_utf8_lossy(&bytes).replace("\"status\":\"fail\"", "\"status\":\"pass\"");
-    assert_ne!(text.as_bytes(), &bytes[..], "the snapshot holds a FAIL to flip");
+    let text =
+        String::from_utf8_lossy(&bytes).replace("\"status\":\"fail\"", "\"status\":\"pass\"");
+    assert_ne!(
+        text.as_bytes(),
+        &bytes[..],
+        "the snapshot holds a FAIL to flip"
+    );
     std::fs::write(&snap, text.as_bytes()).unwrap();
     let store = docket_domain::store::SledStore::open(&dir).unwrap();
     let (report, _) = replay::replay(

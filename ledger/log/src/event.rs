@@ -223,7 +223,13 @@ pub fn verify_statements(
 ) -> Vec<std::result::Result<(), crate::signature::SignatureError>> {
     let items: Vec<(&[u8; 32], Vec<u8>, &[u8; 64])> = stmts
         .iter()
-        .map(|s| (&s.author, signing_message(&s.kind, &s.payload), &s.signature))
+        .map(|s| {
+            (
+                &s.author,
+                signing_message(&s.kind, &s.payload),
+                &s.signature,
+            )
+        })
         .collect();
     verify_items(&items)
 }
@@ -234,8 +240,10 @@ fn verify_items(
     use crate::signature::{PublicKey, SignatureError, verify_batch};
     use rayon::prelude::*;
     // Decompress each author key once (a log has few authors).
-    let mut keys: std::collections::HashMap<[u8; 32], std::result::Result<PublicKey, SignatureError>> =
-        std::collections::HashMap::new();
+    let mut keys: std::collections::HashMap<
+        [u8; 32],
+        std::result::Result<PublicKey, SignatureError>,
+    > = std::collections::HashMap::new();
     for (k, _, _) in items {
         keys.entry(**k).or_insert_with(|| PublicKey::parse(k));
     }
@@ -246,7 +254,8 @@ fn verify_items(
     items
         .par_chunks(chunk)
         .flat_map_iter(|chunk| {
-            let mut out: Vec<std::result::Result<(), SignatureError>> = Vec::with_capacity(chunk.len());
+            let mut out: Vec<std::result::Result<(), SignatureError>> =
+                Vec::with_capacity(chunk.len());
             let mut batch = Vec::with_capacity(chunk.len());
             let mut positions = Vec::with_capacity(chunk.len());
             for (i, (k, msg, sig)) in chunk.iter().enumerate() {

@@ -252,6 +252,12 @@ impl<M: StateMachine> Log<M> {
         }
         .body();
         store.put_anchor(&checkpoint::sign_note(&empty, &origin, &ledger_key))?;
+        // Snapshots of the empty state, so the first open has no missing
+        // mirror to report.
+        for (name, bytes) in M::default().snapshot() {
+            let sealed = crate::snapshot::seal(name, 0, &merkle::empty_root(), &bytes, &ledger_key);
+            store.put_snapshot(name, &sealed)?;
+        }
         drop(store);
         let config = LogConfigFile {
             origin,
@@ -282,9 +288,8 @@ impl<M: StateMachine> Log<M> {
     ) -> Result<Log<M>> {
         let config_path = dir.join("ledger.json");
         let config: LogConfigFile = match std::fs::read(&config_path) {
-            Ok(b) => serde_json::from_slice(&b).map_err(|e| {
-                LogError::corrupt(config_path.display().to_string(), e.to_string())
-            })?,
+            Ok(b) => serde_json::from_slice(&b)
+                .map_err(|e| LogError::corrupt(config_path.display().to_string(), e.to_string()))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(LogError::NotFound {
                     what: format!("a ledger in {} (run `docket init`)", dir.display()),
@@ -1085,9 +1090,10 @@ impl<M: StateMachine> Committer<M> {
             _ => self.inner.store.statement_seq(&digest)?,
         };
         if let Some(seq) = prior {
-            let bytes = self.inner.store.event_bytes(seq)?.ok_or_else(|| {
-                LogError::corrupt(format!("event {seq}"), "indexed but missing")
-            })?;
+            let bytes =
+                self.inner.store.event_bytes(seq)?.ok_or_else(|| {
+                    LogError::corrupt(format!("event {seq}"), "indexed but missing")
+                })?;
             let event = Event::decode(&bytes)?;
             return Ok(Receipt {
                 seq,

@@ -114,8 +114,14 @@ mod tests {
         let key = SigningKey::from_bytes(&[3u8; 32]);
         let sealed = seal("keys", 7, &[1; 32], b"{\"a\":1}", &key);
         let s = open("keys", &sealed, &key.verifying_key()).unwrap();
-        assert_eq!((s.seq, s.root, s.body.as_slice()), (7, [1; 32], &b"{\"a\":1}"[..]));
-        assert!(open("other", &sealed, &key.verifying_key()).is_err(), "name bound");
+        assert_eq!(
+            (s.seq, s.root, s.body.as_slice()),
+            (7, [1; 32], &b"{\"a\":1}"[..])
+        );
+        assert!(
+            open("other", &sealed, &key.verifying_key()).is_err(),
+            "name bound"
+        );
         for i in 0..sealed.len() {
             let mut t = sealed.clone();
             t[i] ^= 1;
@@ -123,6 +129,13 @@ mod tests {
         }
         assert!(open("keys", &sealed[..sealed.len() - 1], &key.verifying_key()).is_err());
         let other = SigningKey::from_bytes(&[4u8; 32]);
-        assert!(open("keys", &seal("keys", 7, &[1; 32], b"{}", &other), &key.verifying_key()).is_err());
+        assert!(
+            open(
+                "keys",
+                &seal("keys", 7, &[1; 32], b"{}", &other),
+                &key.verifying_key()
+            )
+            .is_err()
+        );
     }
 }

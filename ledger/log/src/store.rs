@@ -277,7 +277,11 @@ impl SledStore {
                 }
                 now.insert(path);
             }
-            if changed || synced.iter().any(|p| p.parent() == Some(dir.as_path()) && !now.contains(p)) {
+            if changed
+                || synced
+                    .iter()
+                    .any(|p| p.parent() == Some(dir.as_path()) && !now.contains(p))
+            {
                 dirs_changed.push(dir);
             }
         }
@@ -545,7 +549,8 @@ impl Anchor {
         *anchor
             .next_slot
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = newest.map_or(0, |i| 1 - i as u64);
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            newest.map_or(0, |i| 1 - i as u64);
         Ok(anchor)
     }
 
@@ -616,7 +621,10 @@ fn note_size(note: &str) -> Option<u64> {
 }
 
 fn newest_slot(slots: &[Option<String>; 2]) -> Option<usize> {
-    match (slots[0].as_deref().map(note_size), slots[1].as_deref().map(note_size)) {
+    match (
+        slots[0].as_deref().map(note_size),
+        slots[1].as_deref().map(note_size),
+    ) {
         (None, None) => None,
         (Some(_), None) => Some(0),
         (None, Some(_)) => Some(1),

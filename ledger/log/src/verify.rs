@@ -372,7 +372,11 @@ fn read_snapshots<M: StateMachine>(
     len: u64,
     findings: &mut Findings,
 ) -> Result<StoredSnapshots> {
-    let names: Vec<&'static str> = M::default().snapshot().into_iter().map(|(n, _)| n).collect();
+    let names: Vec<&'static str> = M::default()
+        .snapshot()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
     let mut out = StoredSnapshots {
         parts: Vec::new(),
         seq: None,
@@ -486,7 +490,12 @@ pub fn verify_log<M: StateMachine>(
         None => None,
     };
     let snapshots = if options.snapshots && full_range {
-        Some(read_snapshots::<M>(store, trust.snapshots, len, &mut findings)?)
+        Some(read_snapshots::<M>(
+            store,
+            trust.snapshots,
+            len,
+            &mut findings,
+        )?)
     } else {
         None
     };
@@ -785,7 +794,10 @@ pub fn open_check<M: StateMachine>(store: &dyn Store, trust: Trust<'_>) -> Resul
         )
     })?;
     let anchor: Checkpoint = checkpoint::open_note(&note, trust.checkpoints).map_err(|e| {
-        LogError::corrupt("anchor", format!("the anchored checkpoint does not verify: {e}"))
+        LogError::corrupt(
+            "anchor",
+            format!("the anchored checkpoint does not verify: {e}"),
+        )
     })?;
     if anchor.size > len {
         return Err(LogError::corrupt(
@@ -804,7 +816,9 @@ pub fn open_check<M: StateMachine>(store: &dyn Store, trust: Trust<'_>) -> Resul
         .find(|f| f.kind == FindingKind::SnapshotAhead)
     {
         return Err(LogError::corrupt(
-            f.seq.map(|s| format!("event {s}")).unwrap_or_else(|| "log".into()),
+            f.seq
+                .map(|s| format!("event {s}"))
+                .unwrap_or_else(|| "log".into()),
             f.detail.clone(),
         ));
     }
@@ -814,16 +828,20 @@ pub fn open_check<M: StateMachine>(store: &dyn Store, trust: Trust<'_>) -> Resul
         ..Default::default()
     };
     let mut rewrite = false;
-    for f in findings.list.iter().filter(|f| f.kind == FindingKind::SnapshotTampered) {
+    for f in findings
+        .list
+        .iter()
+        .filter(|f| f.kind == FindingKind::SnapshotTampered)
+    {
         report
             .warnings
             .push(format!("{}; rebuilding it from the log", f.detail));
         rewrite = true;
     }
     for m in &snaps.missing {
-        report
-            .warnings
-            .push(format!("snapshot {m} is missing; rebuilding it from the log"));
+        report.warnings.push(format!(
+            "snapshot {m} is missing; rebuilding it from the log"
+        ));
         rewrite = true;
     }
     let mut state = match snaps.seq {
@@ -929,7 +947,10 @@ pub fn open_check<M: StateMachine>(store: &dyn Store, trust: Trust<'_>) -> Resul
     // served from them).
     if len > 0 {
         let stored_root = merkle::root_at(store, len).map_err(|e| {
-            LogError::corrupt("Merkle nodes", format!("the stored tree is incomplete: {e}"))
+            LogError::corrupt(
+                "Merkle nodes",
+                format!("the stored tree is incomplete: {e}"),
+            )
         })?;
         if stored_root != checker.frontier().root() {
             return Err(LogError::corrupt(

@@ -133,7 +133,11 @@ fn given_appends_when_reopened_then_state_and_log_are_restored() {
     let log = open(dir.path()).unwrap();
     assert_eq!(log.len(), 50);
     assert_eq!(*log.state(), state);
-    assert!(log.open_report().warnings.is_empty(), "{:?}", log.open_report());
+    assert!(
+        log.open_report().warnings.is_empty(),
+        "{:?}",
+        log.open_report()
+    );
     log.close().unwrap();
     drop(log);
     let report = verify(dir.path());
@@ -151,7 +155,11 @@ fn given_a_refused_statement_when_appended_then_nothing_is_appended() {
         .append_many(vec![set("y", "deny", &a), set("z", "2", &a)])
         .unwrap();
     assert!(matches!(results[0], Err(LogError::FailedPrecondition(_))));
-    assert_eq!(results[1].as_ref().unwrap().seq, 1, "the refusal fails nothing else");
+    assert_eq!(
+        results[1].as_ref().unwrap().seq,
+        1,
+        "the refusal fails nothing else"
+    );
     assert_eq!(log.len(), 2);
     assert_eq!(log.state().values.get("y"), None);
 }
@@ -208,7 +216,10 @@ fn given_a_tampered_snapshot_when_opened_then_it_is_rebuilt_from_the_log() {
     assert!(!log.open_report().warnings.is_empty());
     log.close().unwrap();
     drop(log);
-    assert!(verify(dir.path()).findings.is_empty(), "the mirror was rewritten");
+    assert!(
+        verify(dir.path()).findings.is_empty(),
+        "the mirror was rewritten"
+    );
 }
 
 #[test]

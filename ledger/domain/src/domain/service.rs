@@ -207,7 +207,57 @@ impl Docket {
         if let Err(e) = docket.finish_interrupted_removals() {
             tracing::warn!("retention: finishing interrupted deletions: {e}");
         }
+        // Judge the submissions a stop left without a verdict (acknowledged
+        // just before a crash): a start-up scan of the verdict projection.
+        if docket.options.auto_verify
+            && docket.ledger.failure().is_none()
+            && let Err(e) = docket.resume_pending_verification()
+        {
+            tracing::warn!("auto-verify: resuming pending verification: {e}");
+        }
         Ok(docket)
+    }
+
+    /// Submissions that are the latest of their task and have no verdict:
+    /// what auto-verify owes after a restart. In log order.
+    pub fn pending_verification(&self) -> Vec<u64> {
+        let state = self.ledger.state();
+        let mut pending: Vec<u64> = state
+            .domain
+            .verdicts
+            .tasks
+            .values()
+            .filter_map(|t| {
+                let latest = t.submissions.last()?;
+                let judged = t
+                    .verdict
+                    .as_ref()
+                    .is_some_and(|v| v.submission_seq == latest.seq);
+                (!judged).then_some(latest.seq)
+            })
+            .collect();
+        pending.sort_unstable();
+        pending
+    }
+
+    /// Runs auto-verify on every [`Docket::pending_verification`]
+    /// submission; returns the sequence numbers judged.
+    pub fn resume_pending_verification(&self) -> Result<Vec<u64>> {
+        let mut judged = Vec::new();
+        for seq in self.pending_verification() {
+            match self.verify_submission(seq) {
+                Ok(_) => {
+                    tracing::info!("auto-verify: judged submission {seq} left pending by a stop");
+                    judged.push(seq);
+                }
+                // A newer submission or an external verdict landed meanwhile.
+                Err(LedgerError::FailedPrecondition(m)) => {
+                    tracing::info!("auto-verify: submission {seq} no longer pending: {m}");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(judged)
     }
 
     /// Opens the ledger in `dir` and its blob store.
@@ -381,6 +431,11 @@ impl Docket {
     pub fn submit(&self, stmt: Statement) -> Result<SubmitOutcome> {
         expect_kind(&stmt, &[kinds::SUBMISSION_RECEIVED])?;
         let receipt = self.ledger.append(stmt)?;
+        // Fault injection for the crash tests (cli/tests/crash.rs): die like
+        // kill -9 between the submission's acknowledgement and its verdict.
+        if std::env::var_os("DOCKET_FAULT").is_some_and(|v| v == "abort-after-submission") {
+            std::process::abort();
+        }
         let mut verdict = None;
         let mut verdict_receipt = None;
         let mut auto_verify_error = None;

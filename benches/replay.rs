@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use docket_benches::{report_ratio, signed_messages, verify_batch_rate};
+use docket_domain::Statement;
 use docket_domain::keys;
 use docket_domain::replay::{self, ReplayOptions};
-use docket_domain::Statement;
 
 const EVENTS: u64 = 50_000;
 

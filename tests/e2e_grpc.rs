@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use docket_domain::merkle;
 use docket_e2e::{
     ServeProcess, TestServer, demo_files, fresh_key, new_task_id, public_hex, register_key,
     run_docket, sign, sign_bytes, task_contract,
 };
-use docket_domain::merkle;
 use docket_proto::v1 as pb;
 use docket_proto::v1::admin_client::AdminClient;
 use docket_proto::v1::approvals_client::ApprovalsClient;

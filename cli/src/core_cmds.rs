@@ -316,7 +316,9 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
             );
         }
         for m in &report.snapshots_missing {
-            s += &format!("\nnote: snapshot {m} is missing; it is rebuilt from the log on the next open");
+            s += &format!(
+                "\nnote: snapshot {m} is missing; it is rebuilt from the log on the next open"
+            );
         }
         if report.findings.is_empty() {
             s += if args.verify {

@@ -106,7 +106,11 @@ fn doctored_snapshot_is_tampering_and_is_never_used() {
         .args(["log", "show", "0"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("keys"),
         "warns about the rebuilt snapshot: {}",
@@ -127,7 +131,9 @@ fn authentic_but_different_snapshot_is_a_determinism_mismatch() {
     let snap = dir.path().join("snapshots/keys.snap");
     let sealed = std::fs::read(&snap).unwrap();
     let open = docket_log::snapshot::open("keys", &sealed, &ledger_key.verifying_key()).unwrap();
-    let body = String::from_utf8(open.body).unwrap().replacen("\"admin\"", "\"auditor\"", 1);
+    let body = String::from_utf8(open.body)
+        .unwrap()
+        .replacen("\"admin\"", "\"auditor\"", 1);
     let resealed =
         docket_log::snapshot::seal("keys", open.seq, &open.root, body.as_bytes(), &ledger_key);
     std::fs::write(&snap, resealed).unwrap();

@@ -202,7 +202,7 @@ fn cases() -> Vec<Case> {
             reseal: false,
             expect: FindingKind::Malformed,
             seq: None,
-            exit: 2,
+            exit: 5,
         },
         Case {
             name: "manifest of an unknown format",
@@ -323,7 +323,7 @@ fn cases() -> Vec<Case> {
             reseal: true,
             expect: FindingKind::Malformed,
             seq: None,
-            exit: 2,
+            exit: 5,
         },
         // --- verifier.vkey
         Case {
@@ -345,7 +345,7 @@ fn cases() -> Vec<Case> {
             reseal: true,
             expect: FindingKind::Malformed,
             seq: None,
-            exit: 2,
+            exit: 5,
         },
         // --- events.bin
         Case {
@@ -402,7 +402,7 @@ fn cases() -> Vec<Case> {
             reseal: true,
             expect: FindingKind::Malformed,
             seq: None,
-            exit: 4,
+            exit: 5,
         },
         Case {
             name: "an event dropped from the middle",
@@ -450,7 +450,7 @@ fn cases() -> Vec<Case> {
             reseal: true,
             expect: FindingKind::Malformed,
             seq: None,
-            exit: 4,
+            exit: 5,
         },
         // --- proofs.json
         Case {
@@ -486,7 +486,7 @@ fn cases() -> Vec<Case> {
             reseal: true,
             expect: FindingKind::Malformed,
             seq: None,
-            exit: 4,
+            exit: 5,
         },
         Case {
             name: "proofs.json for another tree size",
@@ -517,7 +517,7 @@ fn cases() -> Vec<Case> {
             reseal: true,
             expect: FindingKind::Malformed,
             seq: None,
-            exit: 2,
+            exit: 5,
         },
     ]
 }

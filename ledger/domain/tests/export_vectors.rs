@@ -168,7 +168,7 @@ fn generate() -> (Files, Vec<(Case, Files)>) {
     add(
         "events-truncated",
         "the last 7 bytes of events.bin cut off; manifest resealed",
-        4,
+        5,
         vec![
             expect("malformed", None, EVENTS),
             expect("missing_proof", Some(7), PROOFS),

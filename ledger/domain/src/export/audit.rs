@@ -64,7 +64,8 @@ pub enum Severity {
 #[serde(rename_all = "snake_case")]
 pub enum FindingKind {
     /// A file does not parse (JSON, note, key, `events.bin` framing, an
-    /// event's canonical encoding). Exit 2.
+    /// event's canonical encoding): the bundle is corrupt. Exit 5, like
+    /// every other detected corruption or tampering.
     Malformed,
     /// The manifest names a format this auditor does not know. Exit 2.
     UnsupportedFormat,
@@ -134,7 +135,7 @@ impl FindingKind {
     pub fn exit_code(self) -> u8 {
         use FindingKind::*;
         match self {
-            Malformed | UnsupportedFormat | ExternalRef => 2,
+            UnsupportedFormat | ExternalRef => 2,
             SummaryMismatch => 3,
             MissingFile | MissingProof | MissingContext | MissingBlob => 4,
             SelfAssertedKey | Unknown => 0,

@@ -124,6 +124,9 @@ pub struct LogChecker {
     prev_hash: Hash,
     last_time: u64,
     frontier: Frontier,
+    /// False for a run that starts after genesis with an unknown
+    /// predecessor: its first event's chain link cannot be checked.
+    chain_known: bool,
 }
 
 /// What [`LogChecker::push`] learnt about one event.
@@ -138,7 +141,93 @@ pub struct Checked {
 impl LogChecker {
     /// A checker for a log that starts at genesis.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            chain_known: true,
+            ..Self::default()
+        }
+    }
+
+    /// A checker for a run of events that starts at `seq` (a partial
+    /// export): the first event's predecessor is not carried, so its chain
+    /// link is not checked; its time must not precede `not_before_ms` (the
+    /// last time seen in an earlier run). The frontier of such a checker is
+    /// meaningless: prove a partial run with inclusion proofs.
+    pub fn starting_at(seq: u64, not_before_ms: u64) -> Self {
+        if seq == 0 {
+            let mut c = Self::new();
+            c.last_time = not_before_ms;
+            return c;
+        }
+        Self {
+            next_seq: seq,
+            last_time: not_before_ms,
+            chain_known: false,
+            ..Self::default()
+        }
+    }
+
+    /// Checks the next event of the log (or run), already decoded, whose
+    /// canonical bytes hash to `leaf`: sequence, chain and time. Returns the
+    /// findings (kinds `Sequence`, `Chain`, `Time`).
+    pub fn check_decoded(&mut self, event: &Event, leaf: Hash) -> Vec<Finding> {
+        let mut findings = Findings::default();
+        if event.seq != self.next_seq {
+            findings.push(
+                FindingKind::Sequence,
+                Some(self.next_seq),
+                format!(
+                    "event {} is missing (the next event is {})",
+                    self.next_seq, event.seq
+                ),
+            );
+        }
+        self.check_header(
+            event.seq,
+            (event.seq, event.recorded_at_ms, event.prev_hash),
+            &mut findings,
+        );
+        self.advance(event.seq, leaf);
+        findings.list
+    }
+
+    fn check_header(&mut self, seq: u64, header: (u64, u64, Hash), findings: &mut Findings) {
+        let (own_seq, time, prev) = header;
+        if own_seq != seq {
+            findings.push(
+                FindingKind::Sequence,
+                Some(seq),
+                format!("the event stored at {seq} says it is {own_seq}"),
+            );
+        }
+        if self.chain_known && prev != self.prev_hash {
+            findings.push(
+                FindingKind::Chain,
+                Some(seq),
+                if seq == 0 {
+                    "the genesis event's prev_hash is not all zeros".to_string()
+                } else {
+                    format!("prev_hash is not the leaf hash of event {}", seq - 1)
+                },
+            );
+        }
+        if time < self.last_time {
+            findings.push(
+                FindingKind::Time,
+                Some(seq),
+                format!(
+                    "recorded_at_ms {time} is before the previous event's {}",
+                    self.last_time
+                ),
+            );
+        }
+        self.last_time = self.last_time.max(time);
+    }
+
+    fn advance(&mut self, seq: u64, leaf: Hash) {
+        self.frontier.push(leaf);
+        self.prev_hash = leaf;
+        self.next_seq = seq + 1;
+        self.chain_known = true;
     }
 
     /// Events checked so far (the next expected sequence number).
@@ -227,36 +316,10 @@ impl LogChecker {
                 None
             })
         };
-        if let Some((own_seq, time, prev)) = header {
-            if own_seq != seq {
-                findings.push(
-                    FindingKind::Sequence,
-                    Some(seq),
-                    format!("the event stored at {seq} says it is {own_seq}"),
-                );
-            }
-            if prev != self.prev_hash {
-                findings.push(
-                    FindingKind::Chain,
-                    Some(seq),
-                    "prev_hash is not the previous event's leaf hash",
-                );
-            }
-            if time < self.last_time {
-                findings.push(
-                    FindingKind::Time,
-                    Some(seq),
-                    format!(
-                        "recorded_at_ms {time} is before the previous event's {}",
-                        self.last_time
-                    ),
-                );
-            }
-            self.last_time = self.last_time.max(time);
+        if let Some(h) = header {
+            self.check_header(seq, h, findings);
         }
-        self.frontier.push(leaf);
-        self.prev_hash = leaf;
-        self.next_seq = seq + 1;
+        self.advance(seq, leaf);
         Checked { leaf, event }
     }
 }

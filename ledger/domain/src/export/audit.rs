@@ -27,6 +27,7 @@ use crate::blobs::BlobDigest;
 use crate::checkpoint::{self, Checkpoint, NoteError, NoteVerifier};
 use crate::event::{self, Event};
 use crate::merkle::{self, Frontier, Hash};
+use docket_log::verify::{FindingKind as LogFindingKind, LogChecker};
 use crate::projection::{GenesisPayload, KeysProjection, Projection as _};
 use crate::state::{AdmitContext, LedgerState};
 
@@ -843,46 +844,25 @@ impl<'o> Auditor<'o> {
             carried.sort_by_key(|c| c.event.seq);
             carried.dedup_by_key(|c| c.event.seq);
         }
-        let mut prev: Option<&Carried> = None;
+        // Chain and time: the log core's one checker, one run of
+        // consecutive events at a time (a partial bundle has gaps).
+        let mut checker: Option<LogChecker> = None;
+        let mut last_time = 0u64;
         for c in &carried {
             let e = &c.event;
-            match prev {
-                Some(p) if p.event.seq + 1 == e.seq && e.prev_hash != p.leaf => {
-                    self.push(
-                        Severity::Error,
-                        FindingKind::Chain,
-                        Some(EVENTS),
-                        Some(e.seq),
-                        format!("prev_hash is not the leaf hash of event {}", p.event.seq),
-                    );
-                }
-                Some(_) => {}
-                _ if e.seq == 0 && e.prev_hash != [0; 32] => {
-                    self.push(
-                        Severity::Error,
-                        FindingKind::Chain,
-                        Some(EVENTS),
-                        Some(0),
-                        "the genesis event's prev_hash is not all zeros".into(),
-                    );
-                }
-                _ => {}
+            let checker = match checker.as_mut() {
+                Some(k) if k.len() == e.seq => k,
+                _ => checker.insert(LogChecker::starting_at(e.seq, last_time)),
+            };
+            for f in checker.check_decoded(e, c.leaf) {
+                let kind = match f.kind {
+                    LogFindingKind::Chain => FindingKind::Chain,
+                    LogFindingKind::Time => FindingKind::Time,
+                    _ => FindingKind::Order,
+                };
+                self.push(Severity::Error, kind, Some(EVENTS), f.seq, f.detail);
             }
-            if let Some(p) = prev
-                && e.recorded_at_ms < p.event.recorded_at_ms
-            {
-                self.push(
-                    Severity::Error,
-                    FindingKind::Time,
-                    Some(EVENTS),
-                    Some(e.seq),
-                    format!(
-                        "recorded at {} ms, before event {} ({} ms)",
-                        e.recorded_at_ms, p.event.seq, p.event.recorded_at_ms
-                    ),
-                );
-            }
-            prev = Some(c);
+            last_time = checker.last_time();
         }
         carried
     }

@@ -21,6 +21,21 @@ pub struct InitArgs {
     pub origin: Option<String>,
 }
 
+/// `docket recover`.
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// Where to write the bundle of the intact, provable prefix (a new
+    /// directory; never overwritten).
+    #[arg(long, value_name = "DIR")]
+    pub out: std::path::PathBuf,
+    /// Write a tar file instead of a directory.
+    #[arg(long)]
+    pub tar: bool,
+    /// Copy the evidence blobs that survived.
+    #[arg(long)]
+    pub with_blobs: bool,
+}
+
 /// `docket keygen`.
 #[derive(Debug, Args)]
 pub struct KeygenArgs {
@@ -336,6 +351,73 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
             );
         }
         s
+    });
+    Ok(code)
+}
+
+/// `docket recover`: the operator's way out of a damaged ledger. Verifies the
+/// data directory with the one log verifier, finds the longest prefix from
+/// genesis that is intact and ends at a checkpoint the ledger signed, and
+/// exports it as a bundle (`docket audit` checks it against the ledger key).
+/// Exit 0 when the whole anchored log was recovered, 5 when events were lost
+/// (the report says which), 4 when nothing provable remains.
+pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<u8> {
+    if ctx.server.is_some() {
+        return Err(CliError::new(
+            exit::USAGE,
+            "recover reads the data directory itself; run it where the ledger lives (without --server)",
+        )
+        .into());
+    }
+    if !docket_domain::ledger::exists(&ctx.data) {
+        return Err(CliError::new(
+            exit::MISSING,
+            format!("no ledger in {}", ctx.data.display()),
+        )
+        .into());
+    }
+    let (store, verifier) = docket_log::sequencer::open_store_for_verification(&ctx.data)?;
+    let ledger_key = load_key(&ctx.data.join("keys/ledger.key"))?;
+    let (plan, _, mut log) =
+        docket_domain::export::recover::recover(&store, &verifier, ledger_key)?;
+    if args.with_blobs {
+        docket_domain::export::recover::attach_blobs(&mut log, &ctx.data)?;
+    }
+    let options = docket_domain::export::ExportOptions {
+        tasks: Vec::new(),
+        from: None,
+        to: None,
+        as_of: None,
+        with_blobs: args.with_blobs,
+        since_note: None,
+        format: docket_domain::export::ExportFormat::Bundle,
+    };
+    let report = docket_domain::export::export(&log, &options, &args.out, args.tar)?;
+    let code = if plan.lost > 0 || plan.first_damage.is_some() {
+        exit::HARD_FAIL
+    } else {
+        exit::OK
+    };
+    let value =
+        serde_json::json!({"plan": plan, "export": report, "out": args.out, "exit_code": code});
+    out.emit(&value, || {
+        let mut s = format!(
+            "recovered events 0..{} (tree size {}, root {}) to {}",
+            plan.prefix,
+            report.tree_size,
+            report.root,
+            args.out.display()
+        );
+        if let (Some(seq), Some(d)) = (plan.first_damage, &plan.damage) {
+            s += &format!("\nfirst damage at seq {seq}: {d}");
+        }
+        if plan.lost > 0 {
+            s += &format!(
+                "\n{} acknowledged event(s) after {} could not be recovered",
+                plan.lost, plan.prefix
+            );
+        }
+        s + "\nverify it with: docket audit <bundle> --trusted-key \"$(docket checkpoint --vkey)\""
     });
     Ok(code)
 }

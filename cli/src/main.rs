@@ -51,6 +51,8 @@ enum Command {
     Prove(ProveCmd),
     /// Rebuild projections from genesis; `--verify` checks everything.
     Replay(ReplayArgs),
+    /// Export the intact, provable prefix of a damaged ledger as a bundle.
+    Recover(core_cmds::RecoverArgs),
     /// Run the verdict engine offline on an artifacts directory.
     Verify(verify_cmds::VerifyArgs),
     /// Validate a task contract.
@@ -97,6 +99,7 @@ fn main() -> ExitCode {
             .and_then(|b| core_cmds::run_checkpoint(b, *vkey, out)),
         Command::Prove(c) => ctx.backend().and_then(|b| core_cmds::run_prove(b, c, out)),
         Command::Replay(a) => core_cmds::run_replay(&ctx, a, out),
+        Command::Recover(a) => core_cmds::run_recover(&ctx, a, out),
         Command::Verify(a) => verify_cmds::run_verify(a),
         Command::ValidateTask(a) => verify_cmds::run_validate_task(a),
         Command::Classify(a) => verify_cmds::run_classify(a),

@@ -154,3 +154,63 @@ fn deleted_snapshot_is_rebuilt_not_a_mismatch() {
     let (code, v) = replay_verify(dir.path());
     assert_eq!(code, 0, "{v}");
 }
+
+#[test]
+fn a_shortened_log_is_refused_and_its_provable_prefix_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_with_events(&data, 30);
+    let ledger_key = keys::read_key_file(&data.join("keys/ledger.key")).unwrap();
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.join("ledger.json")).unwrap()).unwrap();
+    let vkey = docket_log::checkpoint::verifier_key(
+        config["origin"].as_str().unwrap(),
+        &ledger_key.verifying_key(),
+    );
+    // Given the last events lost from the store (the anchor still says 31).
+    {
+        let store = SledStore::open(&data).unwrap();
+        for seq in 20..31u64 {
+            let mut key = vec![b'e'];
+            key.extend_from_slice(&seq.to_be_bytes());
+            store.raw_tree().remove(key).unwrap();
+        }
+        store.sync().unwrap();
+    }
+    // When a command opens it: refused, exit 5, naming where.
+    let out = docket()
+        .arg("--data")
+        .arg(&data)
+        .args(["log", "show", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("event 20") && err.contains("31"), "{err}");
+    // Then `docket recover` exports the provable prefix, which audits clean.
+    let bundle = dir.path().join("bundle");
+    let out = docket()
+        .args(["--json", "--data"])
+        .arg(&data)
+        .args(["recover", "--out"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "events were lost: {out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["plan"]["first_damage"], 20, "{v}");
+    let prefix = v["plan"]["prefix"].as_u64().unwrap();
+    assert!(prefix > 0 && prefix <= 20, "{v}");
+    let out = docket()
+        .args(["--json", "audit"])
+        .arg(&bundle)
+        .args(["--trusted-key", &vkey])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

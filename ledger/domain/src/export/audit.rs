@@ -27,9 +27,9 @@ use crate::blobs::BlobDigest;
 use crate::checkpoint::{self, Checkpoint, NoteError, NoteVerifier};
 use crate::event::{self, Event};
 use crate::merkle::{self, Frontier, Hash};
-use docket_log::verify::{FindingKind as LogFindingKind, LogChecker};
 use crate::projection::{GenesisPayload, KeysProjection, Projection as _};
 use crate::state::{AdmitContext, LedgerState};
+use docket_log::verify::{FindingKind as LogFindingKind, LogChecker};
 
 use super::bundle::{BundleReader, EntryKind};
 use super::format::{

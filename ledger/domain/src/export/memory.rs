@@ -77,6 +77,44 @@ impl MemoryLog {
         Ok(log)
     }
 
+    /// A log holding exactly `events` (canonical bytes, from genesis, as a
+    /// damaged ledger stored them) and the signed `checkpoints` found for
+    /// them: the source of a recovery export. Nothing is re-signed; the
+    /// caller has verified the bytes (`docket recover`).
+    pub fn from_stored(
+        origin: &str,
+        ledger_key: SigningKey,
+        events: Vec<Vec<u8>>,
+        checkpoints: BTreeMap<u64, String>,
+    ) -> Result<Self> {
+        let mut log = Self {
+            origin: origin.to_string(),
+            ledger_key,
+            state: LedgerState::default(),
+            events: Vec::with_capacity(events.len()),
+            tree: MemoryTree::new(),
+            checkpoints,
+            prev_hash: [0; 32],
+            last_time: 0,
+            blobs: HashMap::new(),
+        };
+        for bytes in events {
+            let event = Event::decode(&bytes)?;
+            let leaf = merkle::leaf_hash(&bytes);
+            log.tree.push(leaf);
+            log.state.apply(&event);
+            log.prev_hash = leaf;
+            log.last_time = event.recorded_at_ms;
+            log.events.push(bytes);
+        }
+        Ok(log)
+    }
+
+    /// Adds the content of a blob (a recovery export copies what survived).
+    pub fn insert_blob(&mut self, digest: BlobDigest, bytes: Vec<u8>) {
+        self.blobs.insert(digest, bytes);
+    }
+
     /// Admits and appends one statement at ledger time `max(time_ms, last)`;
     /// returns its sequence number. No checkpoint is signed until
     /// [`MemoryLog::commit`].

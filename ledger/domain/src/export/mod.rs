@@ -22,6 +22,7 @@ pub mod audit;
 pub mod bundle;
 pub mod format;
 pub mod memory;
+pub mod recover;
 pub mod source;
 pub mod summary;
 pub mod vsa;

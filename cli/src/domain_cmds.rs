@@ -503,8 +503,10 @@ fn public_key_arg(arg: &str) -> Result<String> {
         }
         return Err(CliError::new(exit::INVALID, format!("{arg}: no `public` field")).into());
     }
+    // One spelling: anything but 64 lowercase hex digits is refused (exit 2),
+    // never normalised, so a key can never count as two.
     keys::parse_public(arg).map_err(|e| CliError::new(exit::INVALID, e.to_string()))?;
-    Ok(arg.trim().to_ascii_lowercase())
+    Ok(arg.to_string())
 }
 
 fn sign_json(kind: &str, payload: &Value, key: &SigningKey) -> Statement {

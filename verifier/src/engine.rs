@@ -864,6 +864,9 @@ fn scope_message(path: &str, decision: &ScopeDecision) -> String {
         ScopeDecision::NotAllowed => format!("{path} is outside pins.allowed_paths"),
         ScopeDecision::Escapes => format!("{path} is absolute or escapes the repository with `..`"),
         ScopeDecision::Allowed { pin } => format!("{path} allowed by {pin:?}"),
+        ScopeDecision::VerifierOwned => format!(
+            "{path} is under docs/REPORT/**, which is verifier-owned (seed 001): an executor must not write it, whatever the pins allow"
+        ),
     }
 }
 

@@ -89,7 +89,15 @@ pub enum ScopeDecision {
     NotAllowed,
     /// Absolute, or escapes the root with `..`.
     Escapes,
+    /// Under [`VERIFIER_OWNED`]: verifier-owned records (seed 001), which an
+    /// executor must never write, whatever the task's pins allow.
+    VerifierOwned,
 }
+
+/// The verifier-owned tree (seed 001: "Executor MUST NOT write under
+/// `docs/REPORT/**`", which holds the per-task verdict pointer
+/// `docs/REPORT/<area>/artifacts/<task_id>/verdict.json`).
+pub const VERIFIER_OWNED: &str = "docs/REPORT";
 
 impl ScopeDecision {
     #[must_use]
@@ -152,6 +160,13 @@ impl Scope {
         let Some(normal) = normalize_path(path) else {
             return ScopeDecision::Escapes;
         };
+        if normal == VERIFIER_OWNED
+            || normal
+                .strip_prefix(VERIFIER_OWNED)
+                .is_some_and(|rest| rest.starts_with('/'))
+        {
+            return ScopeDecision::VerifierOwned;
+        }
         if let Some(pin) = self.forbidden.iter().find(|p| p.matches(&normal)) {
             return ScopeDecision::Forbidden {
                 pin: pin.text.clone(),
@@ -205,6 +220,21 @@ mod tests {
         let s = scope(&["src/*.rs"], &[]);
         assert!(s.allows("src/a.rs"));
         assert!(!s.allows("src/x/a.rs"));
+    }
+
+    #[test]
+    fn verifier_owned_beats_every_pin() {
+        let s = scope(&["docs/", "**"], &[]);
+        for p in [
+            "docs/REPORT/x/artifacts/t/verdict.json",
+            "./docs/REPORT/a.md",
+            "docs//REPORT/b",
+            "docs/REPORT",
+        ] {
+            assert_eq!(s.decide(p), ScopeDecision::VerifierOwned, "{p}");
+        }
+        assert!(s.decide("docs/REPORTS/a.md").is_allowed());
+        assert!(s.decide("docs/report/a.md").is_allowed());
     }
 
     #[test]

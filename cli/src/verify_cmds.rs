@@ -51,8 +51,14 @@ pub struct ValidateTaskArgs {
 /// `docket classify LOG... [--exit-code N]`: classify a failure from logs.
 #[derive(Debug, clap::Args)]
 pub struct ClassifyArgs {
-    #[arg(required = true)]
+    /// Log files to classify (or, with `--record`, none).
+    #[arg(required_unless_present = "record")]
     pub logs: Vec<PathBuf>,
+    /// A seed-002 execution record (JSON) to classify from its evidence: a
+    /// NO_EVIDENCE record gives exactly one EXECUTION_ERROR issue,
+    /// "Execution evidence unavailable", with the reason from stderr.
+    #[arg(long, value_name = "FILE", conflicts_with = "exit_code")]
+    pub record: Option<PathBuf>,
     /// Exit code of the command that produced the logs.
     #[arg(long, allow_hyphen_values = true)]
     pub exit_code: Option<i32>,
@@ -223,6 +229,32 @@ pub fn run_validate_task(args: &ValidateTaskArgs) -> Result<u8> {
 
 /// Runs `docket classify`; 0 when classified (even as a failure), 4 when a log is missing.
 pub fn run_classify(args: &ClassifyArgs) -> Result<u8> {
+    if let Some(path) = &args.record {
+        let bytes = match read_input(path, args.json, "execution record")? {
+            Loaded::Ok(b) => b,
+            Loaded::Exit(code) => return Ok(code),
+        };
+        let record = match docket_verifier::execution::ExecutionRecord::parse(&bytes) {
+            Ok(r) => r,
+            Err(violations) => {
+                let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
+                if args.json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"error": "invalid execution record", "violations": list, "exit_code": 2})
+                    );
+                } else {
+                    eprintln!("error: {} is not a valid execution record:", path.display());
+                    for v in &list {
+                        eprintln!("  {v}");
+                    }
+                }
+                return Ok(2);
+            }
+        };
+        let classification = docket_verifier::classify::classify_record(&record);
+        return print_classification(&classification, args.json);
+    }
     let mut texts = Vec::with_capacity(args.logs.len());
     for path in &args.logs {
         match read_input(path, args.json, "log")? {
@@ -238,7 +270,14 @@ pub fn run_classify(args: &ClassifyArgs) -> Result<u8> {
         .map(|(n, t)| (n.as_str(), t.as_str()))
         .collect();
     let classification = classify(&logs, args.exit_code);
-    if args.json {
+    print_classification(&classification, args.json)
+}
+
+fn print_classification(
+    classification: &docket_verifier::classify::Classification,
+    json: bool,
+) -> Result<u8> {
+    if json {
         println!("{}", serde_json::to_string(&classification)?);
         return Ok(EXIT_PASS);
     }
@@ -250,7 +289,11 @@ pub fn run_classify(args: &ClassifyArgs) -> Result<u8> {
         _ => println!("no failure indicated"),
     }
     for issue in &classification.issues {
-        println!("{:?}", issue.kind);
+        match (&issue.description, &issue.reason) {
+            (Some(d), Some(r)) => println!("{:?}: {d} ({r})", issue.kind),
+            (Some(d), None) => println!("{:?}: {d}", issue.kind),
+            _ => println!("{:?}", issue.kind),
+        }
         for line in &issue.evidence {
             println!("  {}:{}: {}", line.file, line.line, line.text);
         }

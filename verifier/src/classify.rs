@@ -42,6 +42,49 @@ pub struct EvidenceLine {
 pub struct Issue {
     pub kind: IssueKind,
     pub evidence: Vec<EvidenceLine>,
+    /// Seed 002's description of the issue, where it fixes one
+    /// (NO_EVIDENCE: "Execution evidence unavailable").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Why, where seed 002 asks for it (NO_EVIDENCE: the reason from stderr).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Seed 002's description of the one issue a NO_EVIDENCE record yields.
+pub const NO_EVIDENCE_DESCRIPTION: &str = "Execution evidence unavailable";
+
+/// Classifies one seed-002 execution record ("Observer Rules", derived
+/// from the evidence). A `NO_EVIDENCE` record yields exactly one issue,
+/// `EXECUTION_ERROR`, described "Execution evidence unavailable", with the
+/// reason from `stderr`, and nothing else for that record; any other record
+/// is classified from its `stdout`, `stderr` and `exit_code` as [`classify`]
+/// does.
+#[must_use]
+pub fn classify_record(record: &crate::execution::ExecutionRecord) -> Classification {
+    if record.status == crate::execution::ExecutionStatus::NoEvidence {
+        let reason = record.stderr.trim().to_owned();
+        return Classification {
+            fail_class: fail_class_of(IssueKind::ExecutionError),
+            verifier_fail_class: Some(VerifierFailClass::ArtifactMissing),
+            exit_code: record.exit_code.and_then(|c| i32::try_from(c).ok()),
+            issues: vec![Issue {
+                kind: IssueKind::ExecutionError,
+                evidence: vec![EvidenceLine {
+                    file: "stderr".into(),
+                    line: 1,
+                    text: reason.chars().take(500).collect(),
+                }],
+                description: Some(NO_EVIDENCE_DESCRIPTION.into()),
+                reason: Some(reason),
+            }],
+        };
+    }
+    let exit = record.exit_code.map(|c| i32::try_from(c).unwrap_or(i32::MAX));
+    classify(
+        &[("stdout", record.stdout.as_str()), ("stderr", record.stderr.as_str())],
+        exit,
+    )
 }
 
 /// Per issue kind, at most this many evidence lines are kept (the first ones).
@@ -191,6 +234,9 @@ pub fn classify(logs: &[(&str, &str)], exit_code: Option<i32>) -> Classification
             None => issues.push(Issue {
                 kind,
                 evidence: vec![line],
+                description: (kind == IssueKind::ExecutionError)
+                    .then(|| NO_EVIDENCE_DESCRIPTION.to_owned()),
+                reason: None,
             }),
         };
     let mut exit_line: Option<EvidenceLine> = None;
@@ -261,6 +307,53 @@ pub fn classify(logs: &[(&str, &str)], exit_code: Option<i32>) -> Classification
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_no_evidence_record_gives_exactly_one_execution_error() {
+        use crate::execution::{ExecutionRecord, ExecutionStatus};
+        // stderr that would trigger AUTH_ERROR, PERFORMANCE and DATA_ERROR
+        // if it were classified as output: it is only the reason here.
+        let mut r = ExecutionRecord::from_execution(
+            "cargo test",
+            0,
+            "",
+            "",
+            "2026-02-09T14:30:00Z",
+            "2026-02-09T14:30:00Z",
+            0.0,
+        );
+        r.status = ExecutionStatus::NoEvidence;
+        r.exit_code = None;
+        r.stderr = "ExecutionGateway is unavailable: auth timeout schema".into();
+        let c = classify_record(&r);
+        assert_eq!(c.issues.len(), 1, "{c:?}");
+        let issue = &c.issues[0];
+        assert_eq!(issue.kind, IssueKind::ExecutionError);
+        assert_eq!(issue.description.as_deref(), Some("Execution evidence unavailable"));
+        assert_eq!(
+            issue.reason.as_deref(),
+            Some("ExecutionGateway is unavailable: auth timeout schema")
+        );
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["issues"][0]["kind"], "EXECUTION_ERROR");
+        assert_eq!(json["issues"][0]["description"], "Execution evidence unavailable");
+    }
+
+    #[test]
+    fn a_failed_record_is_classified_from_its_evidence() {
+        use crate::execution::ExecutionRecord;
+        let r = ExecutionRecord::from_execution(
+            "make",
+            2,
+            "",
+            "error: Authentication failed",
+            "2026-02-09T14:30:00Z",
+            "2026-02-09T14:30:01Z",
+            1.0,
+        );
+        let kinds: Vec<_> = classify_record(&r).issues.iter().map(|i| i.kind).collect();
+        assert_eq!(kinds, vec![IssueKind::ExecutionFailure, IssueKind::AuthError]);
+    }
 
     #[test]
     fn seed_002_observer_rules() {

@@ -155,6 +155,180 @@ fn evident_fail_closed(report: &RunReport) -> Vec<(&'static str, ReasonCode)> {
     out
 }
 
+/// Which of the 12 fail-closed classes a recorded text names, if any.
+/// Matching is on the lower-cased text with `_`, `.` and `-` read as spaces,
+/// so `provider_unavailable`, `dirty-starting-tree` and "Backend reviewer
+/// rejected the patch" all count.
+#[must_use]
+pub fn fail_closed_class(text: &str) -> Option<&'static str> {
+    let t: String = text
+        .to_lowercase()
+        .chars()
+        .map(|c| if matches!(c, '_' | '.' | '-') { ' ' } else { c })
+        .collect();
+    let table: [(&str, &[&str]); 12] = [
+        ("backend reviewer reject", &["reviewer reject", "review reject", "reviewer rejected", "review rejected", "rejected by reviewer", "rejected by the reviewer"]),
+        ("approval denied", &["approval denied", "approval was denied"]),
+        ("dirty starting tree", &["dirty starting tree", "dirty start", "starting tree dirty", "starting tree is dirty"]),
+        ("dirty ending tree", &["dirty ending tree", "dirty end", "ending tree dirty", "ending tree is dirty"]),
+        ("provider unavailable", &["provider unavailable", "provider is unavailable", "provider down"]),
+        ("artifact write failure", &["artifact write failure", "artifact write failed", "failed to write artifact"]),
+        ("missing required event", &["missing required event"]),
+        ("missing test command", &["missing test command", "no test command"]),
+        ("no diff when a diff is required", &["no diff"]),
+        ("disallowed file change", &["disallowed file", "disallowed write", "disallowed change"]),
+        ("timeout", &["timeout", "timed out"]),
+        ("failed tests", &["failed tests", "tests failed", "test failed", "failed test", "test failure"]),
+    ];
+    table
+        .iter()
+        .find(|(_, needles)| needles.iter().any(|n| t.contains(n)))
+        .map(|(class, _)| *class)
+}
+
+/// Keys whose string values record an outcome (a status, a blocker, a
+/// reason): where a fail-closed class is looked for in events, the trace and
+/// backend status files. Other keys (names of checks, free text) are not
+/// read, so a check called "timeout-guard" is not a timeout.
+const OUTCOME_KEYS: [&str; 14] = [
+    "status", "result", "outcome", "decision", "verdict", "review", "blocker", "blockers",
+    "reason", "error", "fail_class", "failure_class", "class", "failure",
+];
+
+/// Every fail-closed class recorded in one JSON value: in [`OUTCOME_KEYS`]
+/// values, and an `event`/`type`/`name` that is `approval.denied`.
+fn classes_in_json(v: &Value, out: &mut Vec<&'static str>) {
+    match v {
+        Value::Object(map) => {
+            for (k, val) in map {
+                let key = k.to_lowercase();
+                if OUTCOME_KEYS.contains(&key.as_str()) {
+                    let mut texts = Vec::new();
+                    collect_strings(val, &mut texts);
+                    out.extend(texts.iter().filter_map(|t| fail_closed_class(t)));
+                }
+                if matches!(key.as_str(), "event" | "type" | "name")
+                    && val.as_str() == Some("approval.denied")
+                {
+                    out.push("approval denied");
+                }
+                classes_in_json(val, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| classes_in_json(i, out)),
+        _ => {}
+    }
+}
+
+fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::String(s) => out.push(s),
+        Value::Array(items) => items.iter().for_each(|i| collect_strings(i, out)),
+        _ => {}
+    }
+}
+
+/// Seed 003 "Fail-Closed Semantics": a fail-closed class recorded anywhere
+/// in the run (blockers, normalized events, trace, backend status) makes it
+/// FAIL with that class, whatever `status` claims. One finding per class,
+/// naming where it was first recorded.
+fn recorded_fail_closed(
+    report: &RunReport,
+    artifacts: &dyn ArtifactSource,
+    names: &[String],
+) -> Vec<Finding> {
+    let mut seen: Vec<&'static str> = Vec::new();
+    let mut out = Vec::new();
+    let mut record = |class: &'static str, file: &str, line: Option<u32>, what: String| {
+        if !seen.contains(&class) {
+            seen.push(class);
+            out.push(finding(
+                CHECK,
+                "harness.fail_closed_recorded",
+                reason_for_blocker(class),
+                file,
+                line,
+                format!(
+                    "fail-closed class {class:?} recorded in {what}; the run fails closed whatever its status ({:?}) says",
+                    report.status
+                ),
+            ));
+        }
+    };
+    for blocker in &report.blockers {
+        if let Some(class) = fail_closed_class(blocker) {
+            record(class, "report.json", None, format!("blocker {blocker:?}"));
+        }
+    }
+    let mut files: Vec<&String> = names
+        .iter()
+        .filter(|n| {
+            *n == "events.normalized.jsonl"
+                || *n == "trace.jsonl"
+                || (n.starts_with("backend/") && (n.ends_with(".json") || n.ends_with(".jsonl")))
+        })
+        .collect();
+    files.sort();
+    for name in files {
+        let Ok(Some(bytes)) = artifacts.read(name) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let values: Vec<(u32, Value)> = if name.ends_with(".jsonl") {
+            text.lines()
+                .enumerate()
+                .filter_map(|(i, l)| {
+                    serde_json::from_str::<Value>(l)
+                        .ok()
+                        .map(|v| (u32::try_from(i + 1).unwrap_or(u32::MAX), v))
+                })
+                .collect()
+        } else {
+            serde_json::from_str::<Value>(&text)
+                .ok()
+                .map(|v| vec![(1, v)])
+                .unwrap_or_default()
+        };
+        for (line, v) in values {
+            let mut classes = Vec::new();
+            classes_in_json(&v, &mut classes);
+            for class in classes {
+                record(class, name, Some(line), format!("{name} line {line}"));
+            }
+        }
+    }
+    // A backend status written as plain text (`backend/status`, `status.txt`).
+    for name in names
+        .iter()
+        .filter(|n| n.starts_with("backend/") && n.to_lowercase().contains("status"))
+        .filter(|n| !n.ends_with(".json") && !n.ends_with(".jsonl"))
+    {
+        if let Ok(Some(bytes)) = artifacts.read(name)
+            && let Some(class) = fail_closed_class(&String::from_utf8_lossy(&bytes))
+        {
+            record(class, name, None, format!("backend status {name}"));
+        }
+    }
+    // A "pass" that records a blocker fails closed even when the blocker
+    // names no known class.
+    if report.status == RunStatus::Pass
+        && !report.blockers.is_empty()
+        && out.is_empty()
+    {
+        for blocker in &report.blockers {
+            out.push(finding(
+                CHECK,
+                "harness.fail_closed_recorded",
+                reason_for_blocker(blocker),
+                "report.json",
+                None,
+                format!("status pass with a recorded blocker {blocker:?}: fails closed"),
+            ));
+        }
+    }
+    out
+}
+
 /// Maps a blocker text to the catalogue code of its fail-closed class.
 #[must_use]
 pub fn reason_for_blocker(blocker: &str) -> ReasonCode {
@@ -576,6 +750,7 @@ pub fn check_run(
             format!("unreadable: {e}"),
         )),
     }
+    out.extend(recorded_fail_closed(report, artifacts, names));
     if report.status != RunStatus::Pass {
         for blocker in &report.blockers {
             out.push(finding(

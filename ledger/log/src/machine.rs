@@ -20,10 +20,14 @@ pub struct AdmitContext {
 
 /// A deterministic state machine folded from the log.
 ///
+/// The sequencer keeps two instances: a working one that admits and folds
+/// each statement as it is sequenced, and the durable one readers see, which
+/// folds a batch once it is on disk (so `Clone`).
+///
 /// Determinism contract: `admit` and `apply` read only `self` and their
 /// arguments. Two instances fed the same events are equal, and their
 /// [`StateMachine::snapshot`] bytes are equal.
-pub trait StateMachine: Default + Send + Sync + 'static {
+pub trait StateMachine: Default + Clone + Send + Sync + 'static {
     /// Decides whether `statement` may be appended at `at`. Its signature has
     /// been verified. A refusal says why with the error variant that fits
     /// (`Invalid`, `PermissionDenied`, `NotFound`, `AlreadyExists`,

@@ -127,15 +127,41 @@ struct Inner<M> {
     options: LogOptions,
 }
 
-/// An open log. Cheap to clone; all clones share one committer.
+/// An open log. Cheap to clone; all clones share one committer. When the
+/// last clone is dropped the log closes (the queue drains, everything
+/// acknowledged is durable) and its threads end; [`Log::close`] does the
+/// same explicitly and also writes snapshots.
 pub struct Log<M: StateMachine> {
     inner: Arc<Inner<M>>,
+    _handle: Arc<Handle<M>>,
 }
 
 impl<M: StateMachine> Clone for Log<M> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
+            _handle: Arc::clone(&self._handle),
+        }
+    }
+}
+
+/// Counts the user-facing clones of a [`Log`]: the log's own threads hold
+/// `Inner`, never a `Handle`, so dropping the last handle can end them.
+struct Handle<M> {
+    inner: Arc<Inner<M>>,
+}
+
+impl<M> Drop for Handle<M> {
+    fn drop(&mut self) {
+        drop(lock(&self.inner.queue).take());
+        let handles: Vec<_> = lock(&self.inner.committer).drain(..).collect();
+        let me = std::thread::current().id();
+        for handle in handles {
+            // A listener running on a log thread may drop the last handle:
+            // never join oneself.
+            if handle.thread().id() != me {
+                let _ = handle.join();
+            }
         }
     }
 }
@@ -376,14 +402,33 @@ impl<M: StateMachine> Log<M> {
         let frontier = opened.frontier;
         let prev_hash = opened.prev_hash;
         let last_time = opened.last_time;
+        let working = inner
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let (durable_tx, durable_rx) = mpsc::sync_channel::<Sequenced>(1);
         let worker = Committer {
             inner: Arc::clone(&inner),
             recent: RecentDigests::default(),
+            working,
             frontier,
             prev_hash,
             last_time,
-            since_snapshot: 0,
+            syncer: Some(durable_tx),
         };
+        let sync_inner = Arc::clone(&inner);
+        let syncer = std::thread::Builder::new()
+            .name("docket-syncer".into())
+            .spawn(move || {
+                Syncer {
+                    inner: sync_inner,
+                    since_snapshot: 0,
+                    last: None,
+                }
+                .run(durable_rx)
+            })
+            .map_err(|e| LogError::io("syncer thread", e))?;
         let (verified_tx, verified_rx) = mpsc::sync_channel::<Verified>(2);
         let verify_inner = Arc::clone(&inner);
         let verifier = std::thread::Builder::new()
@@ -394,8 +439,17 @@ impl<M: StateMachine> Log<M> {
             .name("docket-committer".into())
             .spawn(move || worker.run(verified_rx))
             .map_err(|e| LogError::io("committer thread", e))?;
-        lock(&inner.committer).extend([verifier, committer]);
-        Ok(Log { inner })
+        // Joined in this order on close: the verify stage ends when the queue
+        // closes, the committer when the verify stage ends, the syncer when
+        // the committer ends.
+        lock(&inner.committer).extend([verifier, committer, syncer]);
+        let handle = Arc::new(Handle {
+            inner: Arc::clone(&inner),
+        });
+        Ok(Log {
+            inner,
+            _handle: handle,
+        })
     }
 
     /// Appends one statement; returns once it is durable.
@@ -670,8 +724,13 @@ impl<M> Drop for Inner<M> {
     fn drop(&mut self) {
         drop(lock(&self.queue).take());
         let handles: Vec<_> = lock(&self.committer).drain(..).collect();
+        let me = std::thread::current().id();
         for handle in handles {
-            let _ = handle.join();
+            // The last reference may be dropped by one of the log's own
+            // threads as it ends (after a fail-stop): never join oneself.
+            if handle.thread().id() != me {
+                let _ = handle.join();
+            }
         }
     }
 }
@@ -706,23 +765,6 @@ fn write_snapshots<M: StateMachine>(
     Ok(())
 }
 
-/// The committed state, re-read from the store after a fail-stop (the live
-/// state had folded events that never became durable).
-fn reload_state<M: StateMachine>(inner: &Inner<M>, len: u64) -> Result<M> {
-    let mut state = M::default();
-    let mut next = 0;
-    while next < len {
-        let to = (next + 8192).min(len);
-        for (seq, bytes) in inner.store.event_range(next, to)? {
-            let event = Event::decode(&bytes)
-                .map_err(|e| LogError::corrupt(format!("event {seq}"), e.to_string()))?;
-            state.apply(&event)?;
-        }
-        next = to;
-    }
-    Ok(state)
-}
-
 /// What the verify stage learnt about one statement.
 #[derive(Clone)]
 struct Check {
@@ -734,13 +776,44 @@ struct Check {
     seen_len: u64,
 }
 
+/// Stage 2: sequences verified statements against its own working state
+/// (ahead of what is durable) and hands each sequenced batch to the syncer,
+/// so the next batch is sequenced while the previous one is being synced.
 struct Committer<M> {
     inner: Arc<Inner<M>>,
     recent: RecentDigests,
+    /// The state as of everything sequenced (durable or in flight). Readers
+    /// never see it: they read `Inner::state`, the durable state.
+    working: M,
     frontier: Frontier,
     prev_hash: Hash,
     last_time: u64,
+    syncer: Option<SyncSender<Sequenced>>,
+}
+
+/// One sequenced batch on its way to the disk.
+struct Sequenced {
+    batch: CommitBatch,
+    /// The events appended, to fold into the durable state once synced.
+    events: Vec<Event>,
+    requests: Vec<Request>,
+    results: Vec<Vec<Result<Receipt>>>,
+    /// Tree size and root after this batch, and its signed checkpoint.
+    size: u64,
+    root: Hash,
+    note: Option<String>,
+    started: std::time::Instant,
+}
+
+/// Stage 3: makes each sequenced batch durable (store commit with fsync,
+/// then the anchor), folds it into the durable state under a short write
+/// lock, publishes the new length and replies. A storage error is
+/// fail-stop: the durable state never saw the failed batch.
+struct Syncer<M> {
+    inner: Arc<Inner<M>>,
     since_snapshot: u64,
+    /// Size and root of the last durable batch (for the final snapshots).
+    last: Option<(u64, Hash)>,
 }
 
 /// Signatures checked by the verify stage, waiting to be sequenced.
@@ -799,7 +872,9 @@ impl StatementFilter {
 /// store lookup ran before those appends were visible.
 #[derive(Default)]
 struct RecentDigests {
-    by_digest: HashMap<Hash, u64>,
+    /// Digest → the receipt of the event that carries it (durable or in
+    /// flight: sequenced, not yet synced).
+    by_digest: HashMap<Hash, Receipt>,
     order: std::collections::VecDeque<(u64, Hash)>,
 }
 
@@ -811,9 +886,9 @@ impl RecentDigests {
         self.order.front().map_or(len, |(s, _)| *s)
     }
 
-    fn insert(&mut self, seq: u64, digest: Hash) {
-        self.by_digest.insert(digest, seq);
-        self.order.push_back((seq, digest));
+    fn insert(&mut self, digest: Hash, receipt: Receipt) {
+        self.order.push_back((receipt.seq, digest));
+        self.by_digest.insert(digest, receipt);
         while self.order.len() > Self::KEEP {
             if let Some((_, d)) = self.order.pop_front() {
                 self.by_digest.remove(&d);
@@ -904,55 +979,32 @@ impl<M: StateMachine> Committer<M> {
                     Err(_) => break,
                 }
             }
-            if let Err(e) = self.process(group) {
-                let msg = format!("fail-stop after a storage error: {e}");
-                tracing::error!("{msg}");
-                *lock(&self.inner.failure) = Some(msg.clone());
-                drop(lock(&self.inner.queue).take());
-                // The live state folded events that never became durable:
-                // readers must see only committed state.
-                {
-                    let mut state = self
-                        .inner
-                        .state
-                        .write()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    let len = self.inner.committed_len.load(Ordering::Acquire);
-                    match reload_state(&self.inner, len) {
-                        Ok(s) => *state = s,
-                        Err(e) => {
-                            tracing::error!("reloading the committed state failed: {e}");
-                            *state = M::default();
-                        }
-                    }
-                }
-                for l in lock(&self.inner.failure_listeners).iter() {
-                    l(&msg);
-                }
-                // Wake tail waiters so they see the failure.
-                self.inner.committed_changed.notify_all();
+            let sequenced = self.sequence(group);
+            let sent = match &self.syncer {
+                Some(tx) => tx.send(sequenced).map_err(|mpsc::SendError(s)| s),
+                None => Err(sequenced),
+            };
+            if let Err(sequenced) = sent {
+                // The syncer stopped (fail-stop): refuse this batch and
+                // everything still queued.
+                let why = lock(&self.inner.failure)
+                    .clone()
+                    .unwrap_or_else(|| "ledger failed".into());
+                fail_requests(sequenced.requests, &why);
                 while let Ok(v) = rx.try_recv() {
-                    fail_requests(v.requests, "ledger failed");
+                    fail_requests(v.requests, &why);
                 }
                 return;
             }
         }
-        // Queue closed: write final snapshots.
-        let state = self
-            .inner
-            .state
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let len = self.frontier.size();
-        if let Err(e) = write_snapshots(&self.inner, &state, len, self.frontier.root()) {
-            tracing::warn!("writing snapshots on close failed: {e}");
-        }
+        // Queue closed: dropping the sender lets the syncer finish.
+        drop(self.syncer.take());
     }
 
-    fn process(&mut self, group: Vec<Verified>) -> Result<()> {
+    /// Sequences one group against the working state: no lock, no I/O
+    /// (except a store read for a duplicate whose first event is durable).
+    fn sequence(&mut self, group: Vec<Verified>) -> Sequenced {
         let started = std::time::Instant::now();
-        let inner = Arc::clone(&self.inner);
-        // 1. Signatures and store lookups were done by the verify stage.
         let mut requests = Vec::new();
         let mut checks: Vec<Check> = Vec::new();
         for v in group {
@@ -967,14 +1019,9 @@ impl<M: StateMachine> Committer<M> {
                 });
             }
         }
-        // 2. Sequence under the state write lock.
-        let mut state = inner
-            .state
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut batch = CommitBatch::default();
+        let mut events = Vec::new();
         let mut results: Vec<Vec<Result<Receipt>>> = Vec::with_capacity(requests.len());
-        let mut pending: HashMap<Hash, Receipt> = HashMap::new();
         let mut next_seq = self.frontier.size();
         let mut idx = 0;
         let clock = now_ms();
@@ -987,85 +1034,38 @@ impl<M: StateMachine> Committer<M> {
                     stmt,
                     check,
                     clock,
-                    &mut state,
                     &mut batch,
-                    &mut pending,
+                    &mut events,
                     &mut next_seq,
                 ));
             }
             results.push(out);
         }
-        let appended = batch.events.len() as u64;
-        if appended > 0 {
-            let note = sign_checkpoint(&inner, next_seq, self.frontier.root());
+        let root = self.frontier.root();
+        let note = (!batch.events.is_empty()).then(|| {
+            let note = sign_checkpoint(&self.inner, next_seq, root);
             batch.checkpoint = Some((next_seq, note.clone()));
-            // 3. One atomic write, flush and fsync. Failure is fail-stop: the
-            // in-memory state is ahead of the disk and must not be used.
-            inner.store.commit(&batch)?;
-            // 4. The anchor, before anyone is told: a checkpoint is served
-            // (and a receipt sent) only once it is anchored.
-            inner.store.put_anchor(&note)?;
-            for (digest, seq) in &batch.statements {
-                self.recent.insert(*seq, *digest);
-                inner.statement_filter.insert(digest);
-            }
-            // After the filter holds them: the verify stage reads
-            // `visible_len` before consulting the filter.
-            inner.visible_len.store(next_seq, Ordering::Release);
+            note
+        });
+        Sequenced {
+            batch,
+            events,
+            requests,
+            results,
+            size: next_seq,
+            root,
+            note,
+            started,
         }
-        drop(state);
-        // 4. Publish.
-        if appended > 0 {
-            {
-                let mut c = lock(&inner.committed);
-                *c = next_seq;
-                inner.committed_len.store(next_seq, Ordering::Release);
-            }
-            inner.committed_changed.notify_all();
-            for l in lock(&inner.listeners).iter() {
-                l(next_seq);
-            }
-        }
-        let rejected: u64 = results.iter().flatten().filter(|r| r.is_err()).count() as u64;
-        inner
-            .metrics
-            .appended
-            .fetch_add(appended, Ordering::Relaxed);
-        inner
-            .metrics
-            .rejected
-            .fetch_add(rejected, Ordering::Relaxed);
-        inner.metrics.batches.fetch_add(1, Ordering::Relaxed);
-        inner.metrics.commit_micros_total.fetch_add(
-            u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
-        for (req, res) in requests.into_iter().zip(results) {
-            let _ = req.reply.send(res);
-        }
-        let next_seq_snapshot = self.frontier.size();
-        let root_snapshot = self.frontier.root();
-        self.since_snapshot += appended;
-        if self.since_snapshot >= inner.options.snapshot_every {
-            self.since_snapshot = 0;
-            let state = inner
-                .state
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            write_snapshots(&inner, &state, next_seq_snapshot, root_snapshot)?;
-        }
-        Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)] // reason: the committer's per-batch context, kept explicit
     fn sequence_one(
         &mut self,
         stmt: &Statement,
         check: Check,
         clock: u64,
-        state: &mut M,
         batch: &mut CommitBatch,
-        pending: &mut HashMap<Hash, Receipt>,
+        events: &mut Vec<Event>,
         next_seq: &mut u64,
     ) -> Result<Receipt> {
         stmt.check_shape()?;
@@ -1076,7 +1076,9 @@ impl<M: StateMachine> Committer<M> {
             .signature
             .map_err(|detail| LogError::BadSignature { seq: None, detail })?;
         let digest = check.digest;
-        if let Some(r) = pending.get(&digest) {
+        // In this batch, an earlier batch still in flight, or recently
+        // durable: the remembered receipt.
+        if let Some(r) = self.recent.by_digest.get(&digest) {
             return Ok(Receipt {
                 duplicate: true,
                 ..r.clone()
@@ -1084,9 +1086,8 @@ impl<M: StateMachine> Committer<M> {
         }
         let prior = match check.prior {
             Some(Some(seq)) => Some(seq),
-            Some(None) if check.seen_len >= self.recent.floor(*next_seq) => {
-                self.recent.by_digest.get(&digest).copied()
-            }
+            // New as of `seen_len`, and everything since is in `recent`.
+            Some(None) if check.seen_len >= self.recent.floor(*next_seq) => None,
             _ => self.inner.store.statement_seq(&digest)?,
         };
         if let Some(seq) = prior {
@@ -1107,7 +1108,7 @@ impl<M: StateMachine> Committer<M> {
             seq: *next_seq,
             recorded_at_ms,
         };
-        state.admit(stmt, &ctx)?;
+        self.working.admit(stmt, &ctx)?;
         let event = Event {
             format: EVENT_FORMAT,
             seq: *next_seq,
@@ -1122,7 +1123,7 @@ impl<M: StateMachine> Committer<M> {
         let leaf = merkle::leaf_hash(&bytes);
         // An admitted statement always folds; a failure is a bug in the
         // state machine, reported as such (nothing is appended).
-        state.apply(&event).map_err(|e| {
+        self.working.apply(&event).map_err(|e| {
             LogError::corrupt(
                 format!("event {} (not appended)", event.seq),
                 format!("the state machine admitted a statement it cannot fold: {e}"),
@@ -1131,17 +1132,148 @@ impl<M: StateMachine> Committer<M> {
         batch.nodes.extend(self.frontier.push(leaf));
         batch.events.push((event.seq, bytes));
         batch.statements.push((digest, event.seq));
+        let seq = event.seq;
+        events.push(event);
         self.prev_hash = leaf;
         self.last_time = recorded_at_ms;
         *next_seq += 1;
         let receipt = Receipt {
-            seq: event.seq,
+            seq,
             leaf_hash: leaf,
             recorded_at_ms,
             duplicate: false,
         };
-        pending.insert(digest, receipt.clone());
+        self.recent.insert(digest, receipt.clone());
         Ok(receipt)
+    }
+}
+
+impl<M: StateMachine> Syncer<M> {
+    fn run(mut self, rx: Receiver<Sequenced>) {
+        while let Ok(sequenced) = rx.recv() {
+            if let Err((e, sequenced)) = self.make_durable(sequenced) {
+                self.fail_stop(&e, sequenced, &rx);
+                return;
+            }
+        }
+        // The committer ended (close): final snapshots of the durable state.
+        if let Some((len, root)) = self.last {
+            let state = self
+                .inner
+                .state
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Err(e) = write_snapshots(&self.inner, &state, len, root) {
+                tracing::warn!("writing snapshots on close failed: {e}");
+            }
+        }
+    }
+
+    fn make_durable(&mut self, s: Sequenced) -> std::result::Result<(), (LogError, Sequenced)> {
+        let inner = Arc::clone(&self.inner);
+        let appended = s.events.len() as u64;
+        if let Some(note) = &s.note {
+            // 1. One atomic write, flush and fsync of every file and
+            // directory it touched.
+            if let Err(e) = inner.store.commit(&s.batch) {
+                return Err((e, s));
+            }
+            // 2. The anchor, before anyone is told: a checkpoint is served
+            // (and a receipt sent) only once it is anchored.
+            if let Err(e) = inner.store.put_anchor(note) {
+                return Err((e, s));
+            }
+            // 3. Fold into the durable state (a short write lock: readers
+            // are never blocked across an fsync).
+            {
+                let mut state = inner
+                    .state
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                for event in &s.events {
+                    if let Err(e) = state.apply(event) {
+                        // Impossible: the working state folded the same
+                        // events. A non-deterministic state machine.
+                        let e = LogError::corrupt(
+                            format!("event {}", event.seq),
+                            format!(
+                                "the durable state does not fold what the working state folded: {e}"
+                            ),
+                        );
+                        return Err((e, s));
+                    }
+                }
+            }
+            for (digest, _) in &s.batch.statements {
+                inner.statement_filter.insert(digest);
+            }
+            // After the filter holds them: the verify stage reads
+            // `visible_len` before consulting the filter.
+            inner.visible_len.store(s.size, Ordering::Release);
+            // 4. Publish.
+            {
+                let mut c = lock(&inner.committed);
+                *c = s.size;
+                inner.committed_len.store(s.size, Ordering::Release);
+            }
+            inner.committed_changed.notify_all();
+            for l in lock(&inner.listeners).iter() {
+                l(s.size);
+            }
+            self.last = Some((s.size, s.root));
+        }
+        let rejected: u64 = s.results.iter().flatten().filter(|r| r.is_err()).count() as u64;
+        inner
+            .metrics
+            .appended
+            .fetch_add(appended, Ordering::Relaxed);
+        inner
+            .metrics
+            .rejected
+            .fetch_add(rejected, Ordering::Relaxed);
+        inner.metrics.batches.fetch_add(1, Ordering::Relaxed);
+        inner.metrics.commit_micros_total.fetch_add(
+            u64::try_from(s.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        for (req, res) in s.requests.into_iter().zip(s.results) {
+            let _ = req.reply.send(res);
+        }
+        self.since_snapshot += appended;
+        if self.since_snapshot >= inner.options.snapshot_every {
+            self.since_snapshot = 0;
+            let state = inner
+                .state
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // A snapshot is a derived file: failing to write one is logged,
+            // never fail-stop (the log is intact; the next open rebuilds).
+            if let Err(e) = write_snapshots(&inner, &state, s.size, s.root) {
+                tracing::warn!("writing snapshots failed: {e}");
+            }
+        }
+        Ok(())
+    }
+
+    /// A storage error: record why, refuse this batch and everything after
+    /// it, and tell the listeners. The durable state never folded the
+    /// failed batch, so readers keep seeing exactly what is on disk.
+    fn fail_stop(&self, e: &LogError, failed: Sequenced, rx: &Receiver<Sequenced>) {
+        let msg = format!("fail-stop after a storage error: {e}");
+        tracing::error!("{msg}");
+        *lock(&self.inner.failure) = Some(msg.clone());
+        drop(lock(&self.inner.queue).take());
+        // Listeners (health) first: once a caller hears of the failure, so
+        // does everyone watching.
+        for l in lock(&self.inner.failure_listeners).iter() {
+            l(&msg);
+        }
+        // Wake tail waiters so they see the failure.
+        self.inner.committed_changed.notify_all();
+        fail_requests(failed.requests, &msg);
+        while let Ok(s) = rx.try_recv() {
+            fail_requests(s.requests, &msg);
+        }
     }
 }
 

@@ -403,3 +403,108 @@ proptest! {
         prop_assert!(report.findings.is_empty(), "{:?}", report.findings);
     }
 }
+
+/// A store that fails every commit once `broken` is set (a full disk, an
+/// I/O error), delegating everything else to sled.
+struct BreakableStore {
+    inner: SledStore,
+    broken: std::sync::atomic::AtomicBool,
+}
+
+impl docket_log::merkle::NodeSource for BreakableStore {
+    fn node(
+        &self,
+        level: u8,
+        index: u64,
+    ) -> Result<docket_log::merkle::Hash, docket_log::merkle::MerkleError> {
+        self.inner.node(level, index)
+    }
+}
+
+impl Store for BreakableStore {
+    fn commit(&self, batch: &docket_log::store::CommitBatch) -> docket_log::Result<()> {
+        if self.broken.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(LogError::io(
+                "log/db",
+                std::io::Error::other("No space left on device"),
+            ));
+        }
+        self.inner.commit(batch)
+    }
+    fn len(&self) -> docket_log::Result<u64> {
+        self.inner.len()
+    }
+    fn event_bytes(&self, seq: u64) -> docket_log::Result<Option<Vec<u8>>> {
+        self.inner.event_bytes(seq)
+    }
+    fn event_range(&self, from: u64, to: u64) -> docket_log::Result<Vec<(u64, Vec<u8>)>> {
+        self.inner.event_range(from, to)
+    }
+    fn statement_seq(&self, digest: &[u8; 32]) -> docket_log::Result<Option<u64>> {
+        self.inner.statement_seq(digest)
+    }
+    fn for_each_statement(&self, f: &mut dyn FnMut([u8; 32])) -> docket_log::Result<()> {
+        self.inner.for_each_statement(f)
+    }
+    fn checkpoint(&self, size: Option<u64>) -> docket_log::Result<Option<(u64, String)>> {
+        self.inner.checkpoint(size)
+    }
+    fn put_snapshot(&self, name: &str, bytes: &[u8]) -> docket_log::Result<()> {
+        self.inner.put_snapshot(name, bytes)
+    }
+    fn snapshot(&self, name: &str) -> docket_log::Result<Option<Vec<u8>>> {
+        self.inner.snapshot(name)
+    }
+    fn anchor(&self) -> docket_log::Result<Option<String>> {
+        self.inner.anchor()
+    }
+    fn put_anchor(&self, note: &str) -> docket_log::Result<()> {
+        self.inner.put_anchor(note)
+    }
+}
+
+#[test]
+fn given_a_storage_error_when_appending_then_the_log_fails_stop_showing_only_committed_state() {
+    let dir = tempfile::tempdir().unwrap();
+    create(dir.path()).close().unwrap();
+    let store = std::sync::Arc::new(BreakableStore {
+        inner: SledStore::open(dir.path()).unwrap(),
+        broken: std::sync::atomic::AtomicBool::new(false),
+    });
+    let log = ToyLog::open_with_store(dir.path(), store.clone(), LogOptions::default()).unwrap();
+    let failures = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = failures.clone();
+    log.on_failure(move |why| seen.lock().unwrap().push(why.to_string()));
+    let a = author(1);
+    for i in 0..5 {
+        log.append(set("x", &i.to_string(), &a)).unwrap();
+    }
+    let committed = log.state().clone();
+    // When the disk fails.
+    store
+        .broken
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let err = log.append(set("x", "lost", &a)).unwrap_err();
+    assert!(matches!(err, LogError::Closed(_)), "{err}");
+    // Then: fail-stop with the reason, later appends refused, reads show
+    // only what is durable, the listener heard it.
+    assert!(
+        log.failure().unwrap().contains("No space left"),
+        "{:?}",
+        log.failure()
+    );
+    assert!(matches!(
+        log.append(set("y", "1", &a)),
+        Err(LogError::Closed(_))
+    ));
+    assert_eq!(log.len(), 5);
+    assert_eq!(*log.state(), committed);
+    assert_eq!(failures.lock().unwrap().len(), 1);
+    drop(log);
+    drop(store);
+    // A restart after the cause is fixed loses nothing acknowledged.
+    let log = open(dir.path()).unwrap();
+    assert_eq!(log.len(), 5);
+    assert_eq!(*log.state(), committed);
+    log.append(set("z", "after", &a)).unwrap();
+}

@@ -407,7 +407,9 @@ impl<M: StateMachine> Log<M> {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        let (durable_tx, durable_rx) = mpsc::sync_channel::<Sequenced>(1);
+        // The committer may run a few batches ahead; the syncer merges
+        // whatever is waiting into one fsync (group commit).
+        let (durable_tx, durable_rx) = mpsc::sync_channel::<Sequenced>(8);
         let worker = Committer {
             inner: Arc::clone(&inner),
             recent: RecentDigests::default(),
@@ -805,6 +807,25 @@ struct Sequenced {
     started: std::time::Instant,
 }
 
+impl Sequenced {
+    /// Appends `next` (sequenced after `self`) to this batch: its events,
+    /// nodes and statements follow, its size, root and checkpoint replace.
+    fn merge(&mut self, next: Sequenced) {
+        self.batch.events.extend(next.batch.events);
+        self.batch.nodes.extend(next.batch.nodes);
+        self.batch.statements.extend(next.batch.statements);
+        if next.note.is_some() {
+            self.batch.checkpoint = next.batch.checkpoint;
+            self.note = next.note;
+            self.size = next.size;
+            self.root = next.root;
+        }
+        self.events.extend(next.events);
+        self.requests.extend(next.requests);
+        self.results.extend(next.results);
+    }
+}
+
 /// Stage 3: makes each sequenced batch durable (store commit with fsync,
 /// then the anchor), folds it into the durable state under a short write
 /// lock, publishes the new length and replies. A storage error is
@@ -1150,7 +1171,12 @@ impl<M: StateMachine> Committer<M> {
 
 impl<M: StateMachine> Syncer<M> {
     fn run(mut self, rx: Receiver<Sequenced>) {
-        while let Ok(sequenced) = rx.recv() {
+        while let Ok(mut sequenced) = rx.recv() {
+            // Group commit: everything already sequenced goes to disk with
+            // this batch, in one store commit and one anchor write.
+            while let Ok(next) = rx.try_recv() {
+                sequenced.merge(next);
+            }
             if let Err((e, sequenced)) = self.make_durable(sequenced) {
                 self.fail_stop(&e, sequenced, &rx);
                 return;

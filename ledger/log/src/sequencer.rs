@@ -47,6 +47,9 @@ pub struct LogOptions {
     pub queue_depth: usize,
     /// Write projection snapshots every this many events (and on close).
     pub snapshot_every: u64,
+    /// Re-read, in the background after open, the events the open check
+    /// did not (all but the tail); damage found is a fail-stop.
+    pub background_scrub: bool,
 }
 
 impl Default for LogOptions {
@@ -55,6 +58,7 @@ impl Default for LogOptions {
             max_batch: 1024,
             queue_depth: 4096,
             snapshot_every: 100_000,
+            background_scrub: true,
         }
     }
 }
@@ -123,6 +127,9 @@ struct Inner<M> {
     failure: Mutex<Option<String>>,
     listeners: Mutex<Vec<CommitListener>>,
     failure_listeners: Mutex<Vec<FailureListener>>,
+    /// The background scrub of the events the open did not re-read.
+    scrub: Mutex<Option<JoinHandle<()>>>,
+    stopping: std::sync::atomic::AtomicBool,
     metrics: Metrics,
     options: LogOptions,
 }
@@ -153,6 +160,7 @@ struct Handle<M> {
 
 impl<M> Drop for Handle<M> {
     fn drop(&mut self) {
+        stop_scrub(&self.inner);
         drop(lock(&self.inner.queue).take());
         let handles: Vec<_> = lock(&self.inner.committer).drain(..).collect();
         let me = std::thread::current().id();
@@ -332,19 +340,35 @@ impl<M: StateMachine> Log<M> {
         }
         let verifier = NoteVerifier::new(&config.origin, ledger_key.verifying_key())?;
         let public = ledger_key.verifying_key();
+        let stored_len = store.len()?;
+        let persisted_filter = StatementFilter::load(store.as_ref(), &public, stored_len);
         let opened: Opened<M> = crate::verify::open_check(
             store.as_ref(),
             Trust {
                 checkpoints: &verifier,
                 snapshots: &public,
             },
+            persisted_filter.as_ref().map(|(_, seq)| *seq),
         )?;
         let len = opened.frontier.size();
         for w in &opened.report.warnings {
             tracing::warn!("{w}");
         }
-        let statement_filter = StatementFilter::new();
-        store.for_each_statement(&mut |d| statement_filter.insert(&d))?;
+        let statement_filter = match persisted_filter {
+            Some((filter, _)) => {
+                for d in &opened.digests {
+                    filter.insert(d);
+                }
+                filter
+            }
+            None => {
+                // A derived file missing, stale or refused: rebuild it from
+                // the statement index (one scan).
+                let filter = StatementFilter::for_len(len);
+                store.for_each_statement(&mut |d| filter.insert(&d))?;
+                filter
+            }
+        };
         let (tx, rx) = mpsc::sync_channel::<Request>(options.queue_depth);
         let inner = Arc::new(Inner {
             dir: dir.to_path_buf(),
@@ -363,6 +387,8 @@ impl<M: StateMachine> Log<M> {
             failure: Mutex::new(None),
             listeners: Mutex::new(Vec::new()),
             failure_listeners: Mutex::new(Vec::new()),
+            scrub: Mutex::new(None),
+            stopping: std::sync::atomic::AtomicBool::new(false),
             metrics: Metrics::default(),
             options,
         });
@@ -448,6 +474,15 @@ impl<M: StateMachine> Log<M> {
         let handle = Arc::new(Handle {
             inner: Arc::clone(&inner),
         });
+        if opened.scrub_below > 0 && inner.options.background_scrub {
+            let scrub_inner = Arc::clone(&inner);
+            let upto = opened.scrub_below;
+            let scrubber = std::thread::Builder::new()
+                .name("docket-scrub".into())
+                .spawn(move || run_scrub(&scrub_inner, upto))
+                .map_err(|e| LogError::io("scrub thread", e))?;
+            *lock(&inner.scrub) = Some(scrubber);
+        }
         Ok(Log {
             inner,
             _handle: handle,
@@ -710,6 +745,7 @@ impl<M: StateMachine> Log<M> {
     /// Stops the committer after the queue drains, writes snapshots and
     /// syncs. Further appends fail with `Closed`.
     pub fn close(&self) -> Result<()> {
+        stop_scrub(&self.inner);
         drop(lock(&self.inner.queue).take());
         let handles: Vec<_> = lock(&self.inner.committer).drain(..).collect();
         for handle in handles {
@@ -764,7 +800,54 @@ fn write_snapshots<M: StateMachine>(
         let sealed = crate::snapshot::seal(name, len, &root, &bytes, &inner.ledger_key);
         inner.store.put_snapshot(name, &sealed)?;
     }
-    Ok(())
+    let filter = inner.statement_filter.to_bytes();
+    let sealed = crate::snapshot::seal(
+        StatementFilter::SNAPSHOT,
+        len,
+        &root,
+        &filter,
+        &inner.ledger_key,
+    );
+    inner.store.put_snapshot(StatementFilter::SNAPSHOT, &sealed)
+}
+
+/// Stops the background scrub (it checks between chunks) and waits for it.
+fn stop_scrub<M>(inner: &Inner<M>) {
+    inner.stopping.store(true, Ordering::Release);
+    let handle = lock(&inner.scrub).take();
+    if let Some(h) = handle
+        && h.thread().id() != std::thread::current().id()
+    {
+        let _ = h.join();
+    }
+}
+
+/// The background scrub: re-reads the events the open did not, and turns
+/// damage into a fail-stop that names it (health NOT_SERVING, appends
+/// refused), exactly as if the open had found it.
+fn run_scrub<M>(inner: &Inner<M>, upto: u64) {
+    let started = std::time::Instant::now();
+    let keep_going = || !inner.stopping.load(Ordering::Acquire);
+    match crate::verify::scrub(inner.store.as_ref(), upto, &keep_going) {
+        Ok(None) if keep_going() => {
+            tracing::info!(
+                "background check: events 0..{upto} intact ({:?})",
+                started.elapsed()
+            );
+        }
+        Ok(None) => {}
+        Ok(Some(finding)) => {
+            let msg = format!("damage found by the background check of the log: {finding}");
+            tracing::error!("{msg}");
+            *lock(&inner.failure) = Some(msg.clone());
+            drop(lock(&inner.queue).take());
+            for l in lock(&inner.failure_listeners).iter() {
+                l(&msg);
+            }
+            inner.committed_changed.notify_all();
+        }
+        Err(e) => tracing::warn!("background check of the log stopped: {e}"),
+    }
 }
 
 /// What the verify stage learnt about one statement.
@@ -855,37 +938,100 @@ struct Verified {
 /// output is uniform). No false negatives; false positives (≈0.5% at 10M
 /// statements) only cost a lookup.
 struct StatementFilter {
+    bits_log2: u32,
     words: Vec<AtomicU64>,
 }
 
 impl StatementFilter {
-    const BITS_LOG2: u32 = 27;
+    /// Smallest filter: 2^20 bits (128 KiB).
+    const MIN_BITS_LOG2: u32 = 20;
+    /// Largest filter: 2^30 bits (128 MiB, ~60M statements at 16 bits each).
+    const MAX_BITS_LOG2: u32 = 30;
+    /// The persisted filter's snapshot name (sealed like a projection).
+    const SNAPSHOT: &'static str = "statement-filter";
 
-    fn new() -> Self {
+    /// A filter with about 16 bits per statement for a log of `len`
+    /// statements, growing room for 4x.
+    fn for_len(len: u64) -> Self {
+        let want = (len.max(1) * 64).next_power_of_two().trailing_zeros();
+        let bits_log2 = want.clamp(Self::MIN_BITS_LOG2, Self::MAX_BITS_LOG2);
         Self {
-            words: (0..(1usize << (Self::BITS_LOG2 - 6)))
+            bits_log2,
+            words: (0..(1usize << (bits_log2 - 6)))
                 .map(|_| AtomicU64::new(0))
                 .collect(),
         }
     }
 
-    fn positions(digest: &Hash) -> impl Iterator<Item = usize> + '_ {
-        (0..4).map(move |i| {
-            let mut b = [0u8; 4];
-            b.copy_from_slice(&digest[4 * i..4 * i + 4]);
-            (u32::from_le_bytes(b) & ((1u32 << Self::BITS_LOG2) - 1)) as usize
+    /// Whether this filter is still small enough a rebuild is worth it:
+    /// fewer than 8 bits per statement.
+    fn too_small_for(&self, len: u64) -> bool {
+        self.bits_log2 < Self::MAX_BITS_LOG2 && (1u64 << self.bits_log2) < len.saturating_mul(8)
+    }
+
+    fn positions(&self, digest: &Hash) -> [usize; 4] {
+        let mask = (1u64 << self.bits_log2) - 1;
+        std::array::from_fn(|i| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&digest[8 * i..8 * i + 8]);
+            (u64::from_le_bytes(b) & mask) as usize
         })
     }
 
     fn insert(&self, digest: &Hash) {
-        for p in Self::positions(digest) {
+        for p in self.positions(digest) {
             self.words[p >> 6].fetch_or(1 << (p & 63), Ordering::Relaxed);
         }
     }
 
     fn may_contain(&self, digest: &Hash) -> bool {
-        Self::positions(digest)
+        self.positions(digest)
+            .iter()
             .all(|p| self.words[p >> 6].load(Ordering::Relaxed) & (1 << (p & 63)) != 0)
+    }
+
+    /// `bits_log2` (u8) then the words, little-endian.
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(1 + self.words.len() * 8);
+        out.push(self.bits_log2 as u8);
+        for w in &self.words {
+            out.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+        }
+        out
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let (&bits_log2, rest) = bytes.split_first()?;
+        let bits_log2 = u32::from(bits_log2);
+        if !(Self::MIN_BITS_LOG2..=Self::MAX_BITS_LOG2).contains(&bits_log2)
+            || rest.len() != (1usize << (bits_log2 - 6)) * 8
+        {
+            return None;
+        }
+        Some(Self {
+            bits_log2,
+            words: rest
+                .chunks_exact(8)
+                .map(|c| {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(c);
+                    AtomicU64::new(u64::from_le_bytes(b))
+                })
+                .collect(),
+        })
+    }
+
+    /// The persisted filter if its seal verifies and it reflects a prefix
+    /// of this log (its root is the stored tree's at its size); else None.
+    /// A filter is a derived file: anything wrong means a rebuild.
+    fn load(store: &dyn Store, key: &ed25519_dalek::VerifyingKey, len: u64) -> Option<(Self, u64)> {
+        let sealed = store.snapshot(Self::SNAPSHOT).ok()??;
+        let snap = crate::snapshot::open(Self::SNAPSHOT, &sealed, key).ok()?;
+        if snap.seq > len || merkle::root_at(store, snap.seq).ok()? != snap.root {
+            return None;
+        }
+        let filter = Self::from_bytes(&snap.body)?;
+        (!filter.too_small_for(len)).then_some((filter, snap.seq))
     }
 }
 

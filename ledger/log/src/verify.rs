@@ -839,15 +839,39 @@ pub struct Opened<M> {
     pub report: OpenReport,
     /// Snapshots must be rewritten (some were missing or not authentic).
     pub rewrite_snapshots: bool,
+    /// Events `0..scrub_below` were not re-read by the open (only the stored
+    /// tree over them was checked against the anchor): the background scrub
+    /// ([`scrub`]) reads them.
+    pub scrub_below: u64,
+    /// Statement digests of the events the open decoded, from
+    /// `digests_from` on (to complete a persisted statement filter).
+    pub digests_from: u64,
+    pub digests: Vec<Hash>,
 }
 
-/// The open-time check: the anchor verifies and the log holds at least the
-/// anchored size; every stored event is contiguous, chained and hashes to
-/// its stored leaf; the root recomputed from the bytes equals the anchored
-/// root; authentic snapshots are used, others rebuilt; events after the
-/// snapshot are decoded and folded. Any integrity finding is an error
-/// ([`LogError::Corrupt`]) naming where: the ledger refuses to serve.
-pub fn open_check<M: StateMachine>(store: &dyn Store, trust: Trust<'_>) -> Result<Opened<M>> {
+/// Events re-read at every open, at least: the tail of the log.
+pub const OPEN_TAIL: u64 = 4096;
+
+/// The open-time check, costing the same at 10k and at 1M events:
+///
+/// * the anchor verifies and the store holds at least the anchored size;
+/// * authentic snapshots are used (others rebuilt), one that claims events
+///   or a root the log does not have is damage;
+/// * the last [`OPEN_TAIL`] events, and every event after the snapshots, are
+///   read: contiguous, chained, hashing to their stored leaves, decoded and
+///   folded; the frontier before them comes from the stored tree;
+/// * the root of the bytes (tail) over the stored tree (prefix) equals the
+///   anchored root, and the stored tree's root at the head equals it too.
+///
+/// Any integrity finding is an error ([`LogError::Corrupt`]) naming where:
+/// the ledger refuses to serve. The events before the tail are re-read by
+/// [`scrub`], which the sequencer runs in the background (and
+/// `replay --verify` runs in full).
+pub fn open_check<M: StateMachine>(
+    store: &dyn Store,
+    trust: Trust<'_>,
+    digests_from: Option<u64>,
+) -> Result<Opened<M>> {
     let len = store.len()?;
     let mut findings = Findings::default();
     let note = store.anchor()?.ok_or_else(|| {
@@ -921,26 +945,81 @@ pub fn open_check<M: StateMachine>(store: &dyn Store, trust: Trust<'_>) -> Resul
                 M::default()
             }
         },
-        None => {
-            if !snaps.missing.is_empty() || rewrite {
-                report.rebuilt_snapshots = M::default()
-                    .snapshot()
-                    .into_iter()
-                    .map(|(n, _)| n.to_string())
-                    .collect();
-            }
-            M::default()
+        None => M::default(),
+    };
+    if rewrite && report.restored_from == 0 {
+        report.rebuilt_snapshots = M::default()
+            .snapshot()
+            .into_iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+    }
+    let fold_from = report.restored_from;
+    let digests_from = digests_from.unwrap_or(len).min(len);
+    // Where the re-read starts: the tail, everything to fold, every digest
+    // to collect, and the snapshot's size (to check its root from bytes).
+    let tail_from = [
+        len.saturating_sub(OPEN_TAIL),
+        fold_from,
+        digests_from,
+        anchor.size.saturating_sub(OPEN_TAIL),
+    ]
+    .into_iter()
+    .min()
+    .unwrap_or(0);
+    let mut checker = if tail_from == 0 {
+        LogChecker::new()
+    } else {
+        let frontier = Frontier::restore(store, tail_from).map_err(|e| {
+            LogError::corrupt(
+                "Merkle nodes",
+                format!("the stored tree below event {tail_from} is incomplete: {e}"),
+            )
+        })?;
+        let prev = store.event_bytes(tail_from - 1)?.ok_or_else(|| {
+            LogError::corrupt(
+                format!("event {}", tail_from - 1),
+                "the event is missing from the store",
+            )
+        })?;
+        let last_time = envelope_header(&prev).map(|(_, t, _)| t).ok_or_else(|| {
+            LogError::corrupt(
+                format!("event {}", tail_from - 1),
+                "the event does not decode",
+            )
+        })?;
+        LogChecker {
+            next_seq: tail_from,
+            prev_hash: merkle::leaf_hash(&prev),
+            last_time,
+            frontier,
+            chain_known: true,
         }
     };
-    let fold_from = report.restored_from;
     let mut findings = Findings::default();
-    let mut checker = LogChecker::new();
-    let mut root_at_snapshot = None;
-    let mut root_at_anchor = (anchor.size == 0).then(merkle::empty_root);
-    if snaps.seq == Some(0) {
-        root_at_snapshot = Some(merkle::empty_root());
-    }
-    let mut next = 0u64;
+    let mut digests = Vec::new();
+    let root_of = |size: u64, checker: &LogChecker| -> Result<Hash> {
+        if size == checker.len() {
+            Ok(checker.frontier().root())
+        } else {
+            merkle::root_at(store, size).map_err(|e| {
+                LogError::corrupt(
+                    "Merkle nodes",
+                    format!("the stored tree at size {size} is incomplete: {e}"),
+                )
+            })
+        }
+    };
+    let mut root_at_snapshot = match snaps.seq {
+        Some(seq) if seq <= tail_from => Some(root_of(seq, &checker)?),
+        _ => None,
+    };
+    let mut root_at_anchor = if anchor.size <= tail_from {
+        Some(root_of(anchor.size, &checker)?)
+    } else {
+        None
+    };
+    let mut next = tail_from;
     while next < len {
         let to = (next + CHUNK).min(len);
         let raw = store.event_range(next, to)?;
@@ -948,7 +1027,7 @@ pub fn open_check<M: StateMachine>(store: &dyn Store, trust: Trust<'_>) -> Resul
         let stored: HashMap<u64, Hash> = stored.into_iter().collect();
         let leaves = hash_leaves(&raw);
         for ((seq, bytes), leaf) in raw.iter().zip(leaves) {
-            let decode = *seq >= fold_from;
+            let decode = *seq >= fold_from || *seq >= digests_from;
             let checked = checker.push(
                 *seq,
                 bytes,
@@ -961,12 +1040,17 @@ pub fn open_check<M: StateMachine>(store: &dyn Store, trust: Trust<'_>) -> Resul
                 return Err(damage(f));
             }
             if let Some(ev) = checked.event {
-                state.apply(&ev).map_err(|e| {
-                    LogError::corrupt(
-                        format!("event {seq}"),
-                        format!("an admitted event does not fold: {e}"),
-                    )
-                })?;
+                if *seq >= digests_from {
+                    digests.push(ev.statement().digest());
+                }
+                if *seq >= fold_from {
+                    state.apply(&ev).map_err(|e| {
+                        LogError::corrupt(
+                            format!("event {seq}"),
+                            format!("an admitted event does not fold: {e}"),
+                        )
+                    })?;
+                }
             }
             let size = checker.len();
             if Some(size) == snaps.seq {
@@ -990,7 +1074,7 @@ pub fn open_check<M: StateMachine>(store: &dyn Store, trust: Trust<'_>) -> Resul
         return Err(LogError::corrupt(
             format!("events 0..{}", anchor.size),
             format!(
-                "the root recomputed from the first {} events ({}) differs from the anchored checkpoint's ({})",
+                "the root of the first {} events ({}) differs from the anchored checkpoint's ({})",
                 anchor.size,
                 root_at_anchor.map(hex::encode).unwrap_or_default(),
                 hex::encode(anchor.root)
@@ -1031,7 +1115,69 @@ pub fn open_check<M: StateMachine>(store: &dyn Store, trust: Trust<'_>) -> Resul
         last_time: checker.last_time(),
         report,
         rewrite_snapshots: rewrite,
+        scrub_below: tail_from,
+        digests_from,
+        digests,
     })
+}
+
+/// The background half of the open check: re-reads events `0..upto` (the
+/// ones the open did not), checking each against its stored leaf, the chain
+/// and time, and that the root of their bytes equals the stored tree's root
+/// at `upto` (which the open checked against the anchor). Returns the first
+/// damage found, if any. `keep_going` is polled between chunks (a closing
+/// log stops the scrub).
+pub fn scrub(
+    store: &dyn Store,
+    upto: u64,
+    keep_going: &dyn Fn() -> bool,
+) -> Result<Option<Finding>> {
+    let mut checker = LogChecker::new();
+    let mut findings = Findings::default();
+    let mut next = 0u64;
+    while next < upto {
+        if !keep_going() {
+            return Ok(None);
+        }
+        let to = (next + CHUNK).min(upto);
+        let raw = store.event_range(next, to)?;
+        let stored: HashMap<u64, Hash> = store.leaf_hashes(next, to)?.into_iter().collect();
+        let leaves = hash_leaves(&raw);
+        for ((seq, bytes), leaf) in raw.iter().zip(leaves) {
+            checker.push(
+                *seq,
+                bytes,
+                leaf,
+                Some(stored.get(seq).copied()),
+                false,
+                &mut findings,
+            );
+            if let Some(f) = findings.list.first() {
+                return Ok(Some(f.clone()));
+            }
+        }
+        if checker.len() != to {
+            return Ok(Some(Finding {
+                kind: FindingKind::Sequence,
+                seq: Some(checker.len()),
+                detail: format!("events {}..{to} are missing", checker.len()),
+            }));
+        }
+        next = to;
+    }
+    if upto > 0 {
+        let stored = merkle::root_at(store, upto).ok();
+        if stored != Some(checker.frontier().root()) {
+            return Ok(Some(Finding {
+                kind: FindingKind::Root,
+                seq: Some(upto - 1),
+                detail: format!(
+                    "the root of the bytes of the first {upto} events differs from the stored tree's (which the anchor vouches for)"
+                ),
+            }));
+        }
+    }
+    Ok(None)
 }
 
 fn damage(f: &Finding) -> LogError {

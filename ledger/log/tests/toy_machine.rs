@@ -508,3 +508,52 @@ fn given_a_storage_error_when_appending_then_the_log_fails_stop_showing_only_com
     assert_eq!(*log.state(), committed);
     log.append(set("z", "after", &a)).unwrap();
 }
+
+#[test]
+fn given_old_damage_beyond_the_open_tail_when_opened_then_the_background_check_fails_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = create(dir.path());
+    let a = author(1);
+    let n = docket_log::verify::OPEN_TAIL + 904;
+    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
+        let batch = chunk
+            .iter()
+            .map(|i| set(&format!("r{}", i % 13), &i.to_string(), &a))
+            .collect();
+        for r in log.append_many(batch).unwrap() {
+            r.unwrap();
+        }
+    }
+    log.close().unwrap();
+    drop(log);
+    // Given event 100 rewritten in the store (far before the open's tail).
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        let mut bytes = store.event_bytes(100).unwrap().unwrap();
+        let last = bytes.len() - 70;
+        bytes[last] ^= 1;
+        let mut k = vec![b'e'];
+        k.extend_from_slice(&100u64.to_be_bytes());
+        store.raw_tree().insert(k, bytes).unwrap();
+        store.sync().unwrap();
+    }
+    // When the ledger opens (the tail is intact, so the open itself passes),
+    // then the background check finds the damage, names it and fails stop.
+    let log = open(dir.path()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while log.failure().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let why = log
+        .failure()
+        .expect("the background check reported the damage");
+    assert!(why.contains("seq 100"), "{why}");
+    assert!(matches!(
+        log.append(set("x", "1", &a)),
+        Err(LogError::Closed(_))
+    ));
+    // And the full verifier agrees.
+    drop(log);
+    let report = verify(dir.path());
+    assert_eq!(report.first_damage().unwrap().seq, Some(100));
+}

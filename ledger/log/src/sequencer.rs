@@ -950,10 +950,10 @@ impl StatementFilter {
     /// The persisted filter's snapshot name (sealed like a projection).
     const SNAPSHOT: &'static str = "statement-filter";
 
-    /// A filter with about 16 bits per statement for a log of `len`
-    /// statements, growing room for 4x.
+    /// A filter with 32 to 64 bits per statement for a log of `len`
+    /// statements: room to grow 4x before it is rebuilt larger.
     fn for_len(len: u64) -> Self {
-        let want = (len.max(1) * 64).next_power_of_two().trailing_zeros();
+        let want = (len.max(1) * 32).next_power_of_two().trailing_zeros();
         let bits_log2 = want.clamp(Self::MIN_BITS_LOG2, Self::MAX_BITS_LOG2);
         Self {
             bits_log2,

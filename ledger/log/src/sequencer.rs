@@ -445,18 +445,31 @@ impl<M: StateMachine> Log<M> {
             last_time,
             syncer: Some(durable_tx),
         };
+        let (publish_tx, publish_rx) = mpsc::sync_channel::<Sequenced>(8);
+        let store_inner = Arc::clone(&inner);
+        let store_stage = std::thread::Builder::new()
+            .name("docket-store".into())
+            .spawn(move || {
+                Syncer {
+                    inner: store_inner,
+                    since_snapshot: 0,
+                    last: None,
+                }
+                .run_store(durable_rx, publish_tx)
+            })
+            .map_err(|e| LogError::io("store thread", e))?;
         let sync_inner = Arc::clone(&inner);
         let syncer = std::thread::Builder::new()
-            .name("docket-syncer".into())
+            .name("docket-publish".into())
             .spawn(move || {
                 Syncer {
                     inner: sync_inner,
                     since_snapshot: 0,
                     last: None,
                 }
-                .run(durable_rx)
+                .run(publish_rx)
             })
-            .map_err(|e| LogError::io("syncer thread", e))?;
+            .map_err(|e| LogError::io("publish thread", e))?;
         let (verified_tx, verified_rx) = mpsc::sync_channel::<Verified>(2);
         let verify_inner = Arc::clone(&inner);
         let verifier = std::thread::Builder::new()
@@ -470,7 +483,7 @@ impl<M: StateMachine> Log<M> {
         // Joined in this order on close: the verify stage ends when the queue
         // closes, the committer when the verify stage ends, the syncer when
         // the committer ends.
-        lock(&inner.committer).extend([verifier, committer, syncer]);
+        lock(&inner.committer).extend([verifier, committer, store_stage, syncer]);
         let handle = Arc::new(Handle {
             inner: Arc::clone(&inner),
         });
@@ -1316,10 +1329,41 @@ impl<M: StateMachine> Committer<M> {
 }
 
 impl<M: StateMachine> Syncer<M> {
-    fn run(mut self, rx: Receiver<Sequenced>) {
+    /// The store half: commit each (merged) batch with its fsyncs, then hand
+    /// it to the publisher, so the anchor write of batch N overlaps the store
+    /// commit of batch N+1.
+    fn run_store(self, rx: Receiver<Sequenced>, publish: SyncSender<Sequenced>) {
         while let Ok(mut sequenced) = rx.recv() {
             // Group commit: everything already sequenced goes to disk with
-            // this batch, in one store commit and one anchor write.
+            // this batch, in one store commit.
+            while let Ok(next) = rx.try_recv() {
+                sequenced.merge(next);
+            }
+            if sequenced.note.is_some()
+                && let Err(e) = self.inner.store.commit(&sequenced.batch)
+            {
+                self.fail_stop(&e, sequenced, &rx);
+                return;
+            }
+            if let Err(mpsc::SendError(s)) = publish.send(sequenced) {
+                // The publisher stopped (fail-stop): refuse the rest.
+                let why = lock(&self.inner.failure)
+                    .clone()
+                    .unwrap_or_else(|| "ledger failed".into());
+                fail_requests(s.requests, &why);
+                while let Ok(s) = rx.try_recv() {
+                    fail_requests(s.requests, &why);
+                }
+                return;
+            }
+        }
+    }
+
+    /// The publish half: anchor, fold into the durable state, publish,
+    /// reply. Batches arrive durable in the store, in order.
+    fn run(mut self, rx: Receiver<Sequenced>) {
+        while let Ok(mut sequenced) = rx.recv() {
+            // Everything already stored is anchored with one write.
             while let Ok(next) = rx.try_recv() {
                 sequenced.merge(next);
             }
@@ -1345,11 +1389,8 @@ impl<M: StateMachine> Syncer<M> {
         let inner = Arc::clone(&self.inner);
         let appended = s.events.len() as u64;
         if let Some(note) = &s.note {
-            // 1. One atomic write, flush and fsync of every file and
-            // directory it touched.
-            if let Err(e) = inner.store.commit(&s.batch) {
-                return Err((e, s));
-            }
+            // 1. (done by the store stage) One atomic write, flush and fsync
+            // of every file and directory it touched.
             // 2. The anchor, before anyone is told: a checkpoint is served
             // (and a receipt sent) only once it is anchored.
             if let Err(e) = inner.store.put_anchor(note) {

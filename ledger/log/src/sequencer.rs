@@ -277,7 +277,7 @@ impl<M: StateMachine> Log<M> {
         }
         .validate()?;
         keys::write_key_file(&dir.join("keys/ledger.key"), &ledger_key)?;
-        let store = SledStore::create(dir)?;
+        let store = Arc::new(SledStore::create(dir)?);
         let empty = Checkpoint {
             origin: origin.clone(),
             size: 0,
@@ -292,7 +292,6 @@ impl<M: StateMachine> Log<M> {
             let sealed = crate::snapshot::seal(name, 0, &merkle::empty_root(), &bytes, &ledger_key);
             store.put_snapshot(name, &sealed)?;
         }
-        drop(store);
         let config = LogConfigFile {
             origin,
             ledger_public_key: ledger_pub,
@@ -300,7 +299,9 @@ impl<M: StateMachine> Log<M> {
         // Invariant: plain strings serialise.
         let text = serde_json::to_vec_pretty(&config).expect("config serialises");
         crate::store::write_atomically(&dir.join("ledger.json"), &text)?;
-        Self::open(dir, options)
+        // Keep the store open: sled releases its file lock asynchronously,
+        // so closing and reopening here could race with ourselves.
+        Self::open_with_store(dir, store, options)
     }
 
     /// Opens the ledger under `dir` with its sled store.

@@ -11,7 +11,8 @@
 //!
 //! | key | value |
 //! | --- | --- |
-//! | `b'e' ‖ seq (u64 BE)` | canonical event bytes |
+//! | `b'e' ‖ seq (u64 BE)` | canonical event bytes (the first [`EVENT_CHUNK`] of them) |
+//! | `b'e' ‖ seq (u64 BE) ‖ i (u16 BE)` | chunk `i ≥ 1` of a larger event |
 //! | `b'n' ‖ level (u8) ‖ index (u64 BE)` | complete Merkle node hash (level 0 = leaf hash) |
 //! | `b's' ‖ statement digest (32)` | seq (u64 BE) of the first event carrying it |
 //! | `b'c' ‖ tree size (u64 BE)` | signed checkpoint note (UTF-8) |
@@ -118,6 +119,24 @@ impl std::fmt::Debug for SledStore {
             .field("snapshot_dir", &self.snapshot_dir)
             .finish_non_exhaustive()
     }
+}
+
+/// Largest value the store writes into sled: an event is split into chunks
+/// of at most this size. sled writes a tree node whose serialised size
+/// passes a quarter segment (1 MiB with our 4 MiB segments) into a file of
+/// its own under `log/blobs/` and a leaf holds up to 17 entries, so
+/// 17 × 16 KiB keeps every node inline in the fsynced `log/db`, whatever
+/// the event size (up to the 256 KiB payload limit).
+pub const EVENT_CHUNK: usize = 16 << 10;
+
+/// Key of chunk `chunk` of event `seq`: chunk 0 is `e‖seq`, chunk i ≥ 1 is
+/// `e‖seq‖i (u16 BE)`, so chunks sort in order right after their event.
+fn event_chunk_key(seq: u64, chunk: u16) -> Vec<u8> {
+    let mut k = event_key(seq).to_vec();
+    if chunk > 0 {
+        k.extend_from_slice(&chunk.to_be_bytes());
+    }
+    k
 }
 
 fn event_key(seq: u64) -> [u8; 9] {
@@ -348,7 +367,12 @@ impl Store for SledStore {
     fn commit(&self, batch: &CommitBatch) -> Result<()> {
         let mut b = sled::Batch::default();
         for (seq, bytes) in &batch.events {
-            b.insert(&event_key(*seq)[..], bytes.as_slice());
+            for (i, chunk) in bytes.chunks(EVENT_CHUNK).enumerate() {
+                let i = u16::try_from(i).map_err(|_| {
+                    LogError::ResourceExhausted(format!("event {seq} is too large to store"))
+                })?;
+                b.insert(event_chunk_key(*seq, i), chunk);
+            }
         }
         for (digest, seq) in &batch.statements {
             b.insert(&statement_key(digest)[..], &seq.to_be_bytes()[..]);
@@ -390,26 +414,37 @@ impl Store for SledStore {
     fn len(&self) -> Result<u64> {
         match self.tree.scan_prefix(b"e").next_back() {
             None => Ok(0),
-            Some(Ok((k, _))) => Ok(seq_from(&k[1..], "last event key")? + 1),
+            Some(Ok((k, _))) => Ok(seq_from(&k[1..9.min(k.len())], "last event key")? + 1),
             Some(Err(e)) => Err(LogError::store("reading the last event", e)),
         }
     }
 
     fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>> {
-        self.tree
-            .get(event_key(seq))
-            .map(|v| v.map(|v| v.to_vec()))
-            .map_err(|e| LogError::store(format!("reading event {seq}"), e))
+        let mut range = self.event_range(seq, seq + 1)?;
+        Ok(range.pop().filter(|(s, _)| *s == seq).map(|(_, b)| b))
     }
 
     fn event_range(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>> {
         if from >= to {
             return Ok(Vec::new());
         }
-        let mut out = Vec::with_capacity(usize::try_from(to - from).unwrap_or(0).min(1 << 16));
+        let mut out: Vec<(u64, Vec<u8>)> =
+            Vec::with_capacity(usize::try_from(to - from).unwrap_or(0).min(1 << 16));
         for item in self.tree.range(event_key(from)..event_key(to)) {
             let (k, v) = item.map_err(|e| LogError::store("scanning events", e))?;
-            out.push((seq_from(&k[1..], "event key")?, v.to_vec()));
+            let seq = seq_from(&k[1..9.min(k.len())], "event key")?;
+            let chunk = match k.len() {
+                9 => 0,
+                11 => u16::from_be_bytes([k[9], k[10]]),
+                _ => return Err(LogError::corrupt("event key", "not 9 or 11 bytes")),
+            };
+            match out.last_mut() {
+                Some((s, bytes)) if *s == seq && chunk > 0 => bytes.extend_from_slice(&v),
+                // A chunk without its predecessor: the event is damaged;
+                // hand back what is there (it will not hash to its leaf).
+                _ if chunk > 0 => out.push((seq, v.to_vec())),
+                _ => out.push((seq, v.to_vec())),
+            }
         }
         Ok(out)
     }

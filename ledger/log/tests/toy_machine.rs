@@ -557,3 +557,29 @@ fn given_old_damage_beyond_the_open_tail_when_opened_then_the_background_check_f
     let report = verify(dir.path());
     assert_eq!(report.first_damage().unwrap().seq, Some(100));
 }
+
+#[test]
+fn given_events_at_the_payload_limit_when_stored_then_sled_writes_no_blob_file() {
+    // sled writes a node past a quarter segment into an unsynced file of its
+    // own; the store splits events into chunks so that never happens.
+    let dir = tempfile::tempdir().unwrap();
+    let log = create(dir.path());
+    let a = author(1);
+    let big = "v".repeat(docket_log::event::MAX_PAYLOAD - 16);
+    for i in 0..40 {
+        let st = Statement::sign("toy.set", format!("k{i}={big}").into_bytes(), &a);
+        log.append(st).unwrap();
+    }
+    let state = log.state().clone();
+    log.close().unwrap();
+    drop(log);
+    let blobs = dir.path().join("log/blobs");
+    let count = std::fs::read_dir(&blobs).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(count, 0, "sled wrote blob files");
+    let log = open(dir.path()).unwrap();
+    assert_eq!(*log.state(), state);
+    assert_eq!(
+        log.event(17).unwrap().payload.len(),
+        docket_log::event::MAX_PAYLOAD - 16 + 4
+    );
+}

@@ -64,14 +64,25 @@ pub enum LogCmd {
 #[derive(Debug, Args)]
 pub struct LogAppendArgs {
     /// The author's private key file.
-    #[arg(long)]
-    pub key: PathBuf,
+    #[arg(long, required_unless_present = "signed")]
+    pub key: Option<PathBuf>,
     /// Statement kind (custom kinds start with `x-`).
-    #[arg(long)]
-    pub kind: String,
+    #[arg(long, required_unless_present = "signed")]
+    pub kind: Option<String>,
     /// One payload from a file.
-    #[arg(long, conflicts_with = "stdin", required_unless_present = "stdin")]
+    #[arg(
+        long,
+        conflicts_with_all = ["stdin", "signed"],
+        required_unless_present_any = ["stdin", "signed"]
+    )]
     pub payload: Option<PathBuf>,
+    /// Statements signed elsewhere, one JSON object per line:
+    /// `{"kind": "...", "payload_hex": "...", "author": "<64 hex>",
+    /// "signature": "<128 hex>"}` (the author signs docs/FORMAT.md §2's
+    /// message). Each is checked by the ledger exactly like any other
+    /// (the one signature rule, admission) and answered on its own line.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["stdin", "key", "kind"])]
+    pub signed: Option<PathBuf>,
     /// One payload per input line.
     #[arg(long)]
     pub stdin: bool,
@@ -179,8 +190,75 @@ pub fn run_log(backend: &dyn Backend, cmd: &LogCmd, out: Output) -> Result<u8> {
     }
 }
 
+/// One line of `docket log append --signed FILE`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PreSigned {
+    kind: String,
+    payload_hex: String,
+    author: String,
+    signature: String,
+}
+
+fn parse_pre_signed(line_no: usize, line: &str) -> Result<Statement> {
+    let bad = |what: String| CliError::new(exit::INVALID, format!("line {line_no}: {what}"));
+    let p: PreSigned =
+        serde_json::from_str(line).map_err(|e| bad(format!("not a signed statement: {e}")))?;
+    let payload = hex::decode(&p.payload_hex).map_err(|e| bad(format!("payload_hex: {e}")))?;
+    let author: [u8; 32] = hex::decode(&p.author)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| bad("author: must be 64 hex digits".into()))?;
+    let signature: [u8; 64] = hex::decode(&p.signature)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| bad("signature: must be 128 hex digits".into()))?;
+    Ok(Statement {
+        kind: p.kind,
+        payload,
+        author,
+        signature,
+    })
+}
+
 fn run_append(backend: &dyn Backend, a: &LogAppendArgs, out: Output) -> Result<u8> {
-    let key = load_key(&a.key)?;
+    if let Some(path) = &a.signed {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            CliError::new(
+                exit::MISSING,
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        let statements = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| parse_pre_signed(i + 1, l))
+            .collect::<Result<Vec<_>>>()?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(statements.len().max(1));
+        for st in statements {
+            // Invariant: the channel holds every statement (capacity = count).
+            tx.send(st).expect("channel sized for every statement");
+        }
+        drop(tx);
+        let mut worst = exit::OK;
+        backend.append_stream(rx, &mut |r| match r {
+            Ok(r) => out.emit(&r, || r.human()),
+            Err(e) => {
+                let code = exit::for_error(&e);
+                worst = worst.max(code);
+                out.emit(
+                    &serde_json::json!({"error": e.to_string(), "exit_code": code}),
+                    || format!("error: {e}"),
+                );
+            }
+        })?;
+        return Ok(worst);
+    }
+    // Invariant: clap requires --key and --kind unless --signed is given.
+    let key_path = a.key.as_ref().expect("--key required without --signed");
+    let kind = a.kind.clone().expect("--kind required without --signed");
+    let key = load_key(key_path)?;
     if let Some(path) = &a.payload {
         let payload = std::fs::read(path).map_err(|e| {
             CliError::new(
@@ -188,12 +266,11 @@ fn run_append(backend: &dyn Backend, a: &LogAppendArgs, out: Output) -> Result<u
                 format!("cannot read {}: {e}", path.display()),
             )
         })?;
-        let r = backend.append(Statement::sign(&a.kind, payload, &key))?;
+        let r = backend.append(Statement::sign(&kind, payload, &key))?;
         out.emit(&r, || r.human());
         return Ok(exit::OK);
     }
     let (tx, rx) = std::sync::mpsc::sync_channel(1024);
-    let kind = a.kind.clone();
     let reader = std::thread::spawn(move || -> Result<()> {
         let stdin = std::io::stdin();
         for line in stdin.lock().lines() {

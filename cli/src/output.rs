@@ -11,14 +11,18 @@ pub struct Output {
 impl Output {
     /// Prints `value` as one JSON line, or `human` otherwise.
     pub fn emit<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) {
-        if self.json {
+        let line = if self.json {
             match serde_json::to_string(value) {
-                Ok(s) => println!("{s}"),
-                Err(e) => eprintln!("error: cannot serialise output: {e}"),
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: cannot serialise output: {e}");
+                    return;
+                }
             }
         } else {
-            println!("{}", human());
-        }
+            human()
+        };
+        write_line(&line);
     }
 
     /// A progress bar on stderr for long work, hidden in JSON mode or when
@@ -54,4 +58,19 @@ pub fn parse_rfc3339_ms(s: &str) -> anyhow::Result<u64> {
     u64::try_from(ms).map_err(|_| {
         crate::exit::CliError::new(crate::exit::INVALID, format!("{s:?} is before 1970")).into()
     })
+}
+
+/// Writes one line to stdout. A closed pipe (`docket log tail | head -n1`)
+/// ends the process quietly with exit 0, as a Unix filter does; any other
+/// write error is reported and exits 10.
+pub fn write_line(line: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: writing to stdout: {e}");
+        std::process::exit(10);
+    }
 }

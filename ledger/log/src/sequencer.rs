@@ -38,6 +38,11 @@ use crate::merkle::{self, Frontier, Hash};
 use crate::store::{CommitBatch, SledStore, Store};
 use crate::verify::{OpenReport, Opened, Trust};
 
+// Followers over a shared store, and their promotion to sequencer (see
+// `sequencer/follower.rs`).
+mod follower;
+pub use follower::{Campaign, Election};
+
 /// Tunables of an open ledger.
 #[derive(Debug, Clone)]
 pub struct LogOptions {
@@ -129,6 +134,8 @@ struct Inner<M> {
     failure_listeners: Mutex<Vec<FailureListener>>,
     /// The background scrub of the events the open did not re-read.
     scrub: Mutex<Option<JoinHandle<()>>>,
+    /// `Some` while this log is a read-only follower of a shared store.
+    follower: Mutex<Option<follower::FollowerState>>,
     stopping: std::sync::atomic::AtomicBool,
     metrics: Metrics,
     options: LogOptions,
@@ -389,6 +396,7 @@ impl<M: StateMachine> Log<M> {
             listeners: Mutex::new(Vec::new()),
             failure_listeners: Mutex::new(Vec::new()),
             scrub: Mutex::new(None),
+            follower: Mutex::new(None),
             stopping: std::sync::atomic::AtomicBool::new(false),
             metrics: Metrics::default(),
             options,
@@ -535,6 +543,9 @@ impl<M: StateMachine> Log<M> {
     }
 
     fn closed_error(&self) -> LogError {
+        if let Some(reason) = follower::refusal(&self.inner) {
+            return LogError::Closed(reason);
+        }
         LogError::Closed(
             lock(&self.inner.failure)
                 .clone()
@@ -767,6 +778,10 @@ impl<M: StateMachine> Log<M> {
         }
         if let Some(f) = lock(&self.inner.failure).clone() {
             return Err(LogError::Closed(f));
+        }
+        if self.is_follower() {
+            // A follower writes nothing: its sequencer writes the snapshots.
+            return Ok(());
         }
         self.snapshot()
     }

@@ -80,6 +80,31 @@ pub trait Store: NodeSource + Send + Sync {
     }
     /// The checkpoint for exactly `size`, or the latest when `size` is None.
     fn checkpoint(&self, size: Option<u64>) -> Result<Option<(u64, String)>>;
+    /// Every stored checkpoint whose size is in `from..=to`, in order of
+    /// size (for copying a ledger between stores, and for a follower that
+    /// catches up one commit boundary at a time). The default asks
+    /// [`Store::checkpoint`] for each size; stores that can scan override it.
+    fn checkpoints(&self, from: u64, to: u64) -> Result<Vec<(u64, String)>> {
+        let mut out = Vec::new();
+        for size in from..=to {
+            if let Some(c) = self.checkpoint(Some(size))? {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+    /// Durably stores signed checkpoints for sizes whose events are stored
+    /// (copying a ledger's history into a new store). The default commits
+    /// them one by one; stores override it with one durable write.
+    fn put_checkpoints(&self, checkpoints: &[(u64, String)]) -> Result<()> {
+        for c in checkpoints {
+            self.commit(&CommitBatch {
+                checkpoint: Some(c.clone()),
+                ..CommitBatch::default()
+            })?;
+        }
+        Ok(())
+    }
     /// Durably stores the sealed bytes of a projection snapshot (see
     /// [`crate::snapshot`]; the store does not interpret them).
     fn put_snapshot(&self, name: &str, bytes: &[u8]) -> Result<()>;
@@ -505,6 +530,34 @@ impl Store for SledStore {
                     .map_err(|_| LogError::corrupt(format!("checkpoint {s}"), "not UTF-8"))
             })
             .transpose()
+    }
+
+    fn checkpoints(&self, from: u64, to: u64) -> Result<Vec<(u64, String)>> {
+        let mut out = Vec::new();
+        if from > to {
+            return Ok(out);
+        }
+        // Sizes stop short of u64::MAX, so the end key stays in the prefix.
+        let end = checkpoint_key(to.min(u64::MAX - 1) + 1);
+        for item in self.tree.range(checkpoint_key(from)..end) {
+            let (k, v) = item.map_err(|e| LogError::store("scanning checkpoints", e))?;
+            let size = seq_from(&k[1..], "checkpoint key")?;
+            let note = String::from_utf8(v.to_vec())
+                .map_err(|_| LogError::corrupt(format!("checkpoint {size}"), "not UTF-8"))?;
+            out.push((size, note));
+        }
+        Ok(out)
+    }
+
+    fn put_checkpoints(&self, checkpoints: &[(u64, String)]) -> Result<()> {
+        let mut b = sled::Batch::default();
+        for (size, note) in checkpoints {
+            b.insert(&checkpoint_key(*size)[..], note.as_bytes());
+        }
+        self.tree
+            .apply_batch(b)
+            .map_err(|e| LogError::store("applying a checkpoint batch", e))?;
+        self.sync()
     }
 
     fn put_snapshot(&self, name: &str, bytes: &[u8]) -> Result<()> {

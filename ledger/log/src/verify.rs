@@ -16,6 +16,7 @@
 //! the way in) and turns the first integrity finding into an error.
 
 use std::collections::HashMap;
+use std::sync::mpsc;
 
 use ed25519_dalek::VerifyingKey;
 use serde::Serialize;
@@ -269,6 +270,21 @@ impl LogChecker {
         decode: bool,
         findings: &mut Findings,
     ) -> Checked {
+        let how = if decode { Decode::Here } else { Decode::Header };
+        self.push_with(seq, bytes, leaf, stored_leaf, how, findings)
+    }
+
+    /// [`LogChecker::push`] with the decoding already done elsewhere (on
+    /// another thread) or to be done here.
+    fn push_with(
+        &mut self,
+        seq: u64,
+        bytes: &[u8],
+        leaf: Hash,
+        stored_leaf: Option<Option<Hash>>,
+        how: Decode,
+        findings: &mut Findings,
+    ) -> Checked {
         if seq != self.next_seq {
             findings.push(
                 FindingKind::Sequence,
@@ -294,15 +310,20 @@ impl LogChecker {
             ),
         }
         let mut event = None;
-        let header = if decode {
-            match Event::decode(bytes) {
+        let decoded = match how {
+            Decode::Here => Some(Event::decode(bytes).map_err(|e| e.to_string())),
+            Decode::Done(d) => Some(d),
+            Decode::Header => None,
+        };
+        let header = if let Some(decoded) = decoded {
+            match decoded {
                 Ok(e) => {
                     let h = (e.seq, e.recorded_at_ms, e.prev_hash);
                     event = Some(e);
                     Some(h)
                 }
                 Err(e) => {
-                    findings.push(FindingKind::Decode, Some(seq), e.to_string());
+                    findings.push(FindingKind::Decode, Some(seq), e);
                     None
                 }
             }
@@ -322,6 +343,50 @@ impl LogChecker {
         self.advance(seq, leaf);
         Checked { leaf, event }
     }
+}
+
+/// How [`LogChecker::push_with`] gets at an event's fields.
+enum Decode {
+    /// Only the fixed-offset envelope fields.
+    Header,
+    /// Decode fully, here.
+    Here,
+    /// Decoded already (on a reader thread).
+    Done(std::result::Result<Event, String>),
+}
+
+/// One chunk read, hashed and decoded ahead of the checks.
+struct Prefetched {
+    to: u64,
+    raw: Vec<(u64, Vec<u8>)>,
+    stored: HashMap<u64, Hash>,
+    leaves: Vec<Hash>,
+    decoded: Vec<std::result::Result<Event, String>>,
+}
+
+/// Reads, hashes and decodes chunk `from..to` (hashing and decoding on all
+/// cores).
+fn prefetch(store: &dyn Store, from: u64, to: u64) -> Result<Prefetched> {
+    use rayon::prelude::*;
+    let raw = store.event_range(from, to)?;
+    let stored: HashMap<u64, Hash> = store.leaf_hashes(from, to)?.into_iter().collect();
+    let (leaves, decoded): (Vec<Hash>, Vec<_>) = raw
+        .par_iter()
+        .with_min_len(256)
+        .map(|(_, b)| {
+            (
+                merkle::leaf_hash(b),
+                Event::decode(b).map_err(|e| e.to_string()),
+            )
+        })
+        .unzip();
+    Ok(Prefetched {
+        to,
+        raw,
+        stored,
+        leaves,
+        decoded,
+    })
 }
 
 /// `(seq, recorded_at_ms, prev_hash)` read at their fixed offsets of the
@@ -590,86 +655,107 @@ pub fn verify_log<M: StateMachine>(
             roots_at.insert(0, merkle::empty_root());
         }
     }
+    // Chunks end at every size we must compare at, so roots and snapshots
+    // are taken at chunk boundaries.
+    let mut bounds = Vec::new();
     let mut next = 0u64;
     while next < end {
-        // Chunks end at every size we must compare at, so roots and
-        // snapshots are taken at chunk boundaries.
         let to = wanted_sizes
             .iter()
             .copied()
             .filter(|&s| s > next)
             .fold((next + CHUNK).min(end), u64::min);
-        let raw = store.event_range(next, to)?;
-        let stored_leaves: HashMap<u64, Hash> = store.leaf_hashes(next, to)?.into_iter().collect();
-        let leaves = hash_leaves(&raw);
-        let mut events: Vec<Event> = Vec::with_capacity(raw.len());
-        for ((seq, bytes), leaf) in raw.iter().zip(leaves) {
-            let checked = checker.push(
-                *seq,
-                bytes,
-                leaf,
-                Some(stored_leaves.get(seq).copied()),
-                true,
-                &mut findings,
-            );
-            if let Some(e) = checked.event {
-                events.push(e);
+        bounds.push((next, to));
+        next = to;
+    }
+    // A reader thread reads, hashes and decodes chunk N+1 while chunk N is
+    // checked, its signatures verified (all cores) and folded.
+    std::thread::scope(|scope| -> Result<()> {
+        let (tx, rx) = mpsc::sync_channel::<Result<Prefetched>>(2);
+        let reader_bounds = bounds.clone();
+        scope.spawn(move || {
+            for (from, to) in reader_bounds {
+                let chunk = prefetch(store, from, to);
+                let failed = chunk.is_err();
+                if tx.send(chunk).is_err() || failed {
+                    return;
+                }
             }
-        }
-        // Signatures on all cores, alongside the sequential fold.
-        let verify_sigs = || -> Vec<u64> {
-            if options.signatures {
-                event::verify_signatures(&events)
-                    .into_iter()
-                    .map(|i| events[i].seq)
-                    .collect()
-            } else {
-                Vec::new()
+        });
+        for _ in &bounds {
+            let Ok(chunk) = rx.recv() else { break };
+            let chunk = chunk?;
+            let mut events: Vec<Event> = Vec::with_capacity(chunk.raw.len());
+            for (((seq, bytes), leaf), decoded) in
+                chunk.raw.iter().zip(chunk.leaves).zip(chunk.decoded)
+            {
+                let checked = checker.push_with(
+                    *seq,
+                    bytes,
+                    leaf,
+                    Some(chunk.stored.get(seq).copied()),
+                    Decode::Done(decoded),
+                    &mut findings,
+                );
+                if let Some(e) = checked.event {
+                    events.push(e);
+                }
             }
-        };
-        let fold = || -> Vec<(FindingKind, u64, String)> {
-            let mut out = Vec::new();
-            for ev in &events {
-                if options.admission {
-                    let ctx = AdmitContext {
-                        seq: ev.seq,
-                        recorded_at_ms: ev.recorded_at_ms,
-                    };
-                    if let Err(e) = state.admit(&ev.statement(), &ctx) {
-                        out.push((FindingKind::Authority, ev.seq, e.to_string()));
+            // Signatures on all cores, alongside the sequential fold.
+            let verify_sigs = || -> Vec<u64> {
+                if options.signatures {
+                    event::verify_signatures(&events)
+                        .into_iter()
+                        .map(|i| events[i].seq)
+                        .collect()
+                } else {
+                    Vec::new()
+                }
+            };
+            let fold = || -> Vec<(FindingKind, u64, String)> {
+                let mut out = Vec::new();
+                for ev in &events {
+                    if options.admission {
+                        let ctx = AdmitContext {
+                            seq: ev.seq,
+                            recorded_at_ms: ev.recorded_at_ms,
+                        };
+                        if let Err(e) = state.admit(&ev.statement(), &ctx) {
+                            out.push((FindingKind::Authority, ev.seq, e.to_string()));
+                        }
+                    }
+                    if let Err(e) = state.apply(ev) {
+                        out.push((FindingKind::Fold, ev.seq, e.to_string()));
                     }
                 }
-                if let Err(e) = state.apply(ev) {
-                    out.push((FindingKind::Fold, ev.seq, e.to_string()));
-                }
+                out
+            };
+            let (bad_sigs, fold_findings) = rayon::join(verify_sigs, fold);
+            if options.signatures {
+                signatures_checked += events.len() as u64;
             }
-            out
-        };
-        let (bad_sigs, fold_findings) = rayon::join(verify_sigs, fold);
-        if options.signatures {
-            signatures_checked += events.len() as u64;
+            for seq in bad_sigs {
+                findings.push(
+                    FindingKind::Signature,
+                    Some(seq),
+                    "the author signature does not verify",
+                );
+            }
+            for (kind, seq, detail) in fold_findings {
+                findings.push(kind, Some(seq), detail);
+            }
+            // Roots at the sizes we compare against (recomputed from the bytes).
+            let size = checker.len();
+            if wanted_sizes.contains(&size) {
+                roots_at.insert(size, checker.frontier().root());
+            }
+            if compare_at == Some(size) && size > 0 {
+                compare(&state, size, &mut findings);
+            }
+            progress(chunk.to, end);
         }
-        for seq in bad_sigs {
-            findings.push(
-                FindingKind::Signature,
-                Some(seq),
-                "the author signature does not verify",
-            );
-        }
-        for (kind, seq, detail) in fold_findings {
-            findings.push(kind, Some(seq), detail);
-        }
-        // Roots at the sizes we compare against (recomputed from the bytes).
-        let size = checker.len();
-        if wanted_sizes.contains(&size) {
-            roots_at.insert(size, checker.frontier().root());
-        }
-        if compare_at == Some(size) && size > 0 {
-            compare(&state, size, &mut findings);
-        }
-        next = to;
-        progress(next, end);
-    }
+        Ok(())
+    })?;
     if checker.len() < end {
         findings.push(
             FindingKind::Sequence,

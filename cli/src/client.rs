@@ -636,14 +636,12 @@ pub mod flow {
             evidence_payload(task_id, name, content),
             key,
         );
+        // The statement alone authorises the upload; the upload signature
+        // makes the uploader explicit (see docs/API.md).
+        let mut header = crate::server::uploads::signed_header(key, content);
+        header.statement = Some(convert::statement_to_proto(&st));
         let mut messages = vec![pb::UploadEvidenceRequest {
-            part: Some(pb::upload_evidence_request::Part::Header(
-                pb::UploadHeader {
-                    statement: Some(convert::statement_to_proto(&st)),
-                    expected_sha256: Sha256::digest(content).to_vec(),
-                    expected_size: content.len() as u64,
-                },
-            )),
+            part: Some(pb::upload_evidence_request::Part::Header(header)),
         }];
         for chunk in content.chunks(UPLOAD_CHUNK) {
             messages.push(pb::UploadEvidenceRequest {

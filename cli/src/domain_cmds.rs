@@ -928,6 +928,7 @@ fn upload_stream(
                 statement: Some(convert::statement_to_proto(st)),
                 expected_sha256: digest.to_vec(),
                 expected_size: size,
+                ..Default::default()
             },
         )),
     };
@@ -1491,6 +1492,7 @@ fn submit(ctx: &Ctx, a: &SubmitArgs) -> Result<u8> {
                             statement: Some(convert::statement_to_proto(&st)),
                             expected_sha256: digest.to_vec(),
                             expected_size: content.len() as u64,
+                            ..Default::default()
                         },
                     )),
                 }];

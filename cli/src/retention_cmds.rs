@@ -629,7 +629,7 @@ fn run_redact(a: &RedactArgs, ctx: &Ctx) -> Result<u8> {
         }
         (None, Some(r)) => {
             let digest = hex::encode(Sha256::digest(&content));
-            upload_plain(r, &content)?;
+            upload_plain(r, &key, &content)?;
             let payload = Redacted {
                 oid: oid.clone(),
                 original_sha256: view.original_sha256.clone(),
@@ -690,15 +690,12 @@ fn download_current(r: &Remote, oid: &str) -> Result<Vec<u8>> {
     })
 }
 
-/// Stores content on the server without registering it.
-fn upload_plain(r: &Remote, content: &[u8]) -> Result<()> {
+/// Stores content on the server without registering it (an upload signed
+/// by `key`).
+fn upload_plain(r: &Remote, key: &SigningKey, content: &[u8]) -> Result<()> {
     let mut messages = vec![pb::UploadEvidenceRequest {
         part: Some(pb::upload_evidence_request::Part::Header(
-            pb::UploadHeader {
-                statement: None,
-                expected_sha256: Sha256::digest(content).to_vec(),
-                expected_size: content.len() as u64,
-            },
+            crate::server::uploads::signed_header(key, content),
         )),
     }];
     for chunk in content.chunks(UPLOAD_CHUNK) {

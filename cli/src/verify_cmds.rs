@@ -385,6 +385,7 @@ mod tests {
         let args = ClassifyArgs {
             logs: vec![PathBuf::from("/no/such/log")],
             exit_code: Some(1),
+            record: None,
             json: true,
         };
         assert_eq!(run_classify(&args).expect("runs"), EXIT_MISSING);

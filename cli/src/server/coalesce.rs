@@ -90,7 +90,10 @@ async fn run(ledger: Ledger, mut rx: mpsc::Receiver<Job>) {
             jobs.into_iter().map(|j| (j.statement, j.reply)).unzip();
         match ledger.submit(statements) {
             Err(e) => {
-                let msg = e.to_string();
+                let msg = match e {
+                    LedgerError::Closed(why) => why,
+                    other => other.to_string(),
+                };
                 for r in replies {
                     let _ = r.send(Err(LedgerError::Closed(msg.clone())));
                 }

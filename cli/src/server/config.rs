@@ -17,6 +17,8 @@
 //! tls_cert = "/etc/docket/server.pem"   # TLS (both cert and key)
 //! tls_key = "/etc/docket/server.key"
 //! tls_client_ca = "/etc/docket/clients-ca.pem"   # mutual TLS
+//! upload_quota = "1GiB"           # stored upload bytes per key; 0 = none
+//! disk_reserve = "256MiB"         # or "5%"; uploads must leave this free; 0 = none
 //! ```
 
 use std::net::SocketAddr;
@@ -27,6 +29,7 @@ use clap::Args;
 use docket_domain::LedgerOptions;
 use serde::Deserialize;
 
+use super::uploads::{self, DiskReserve, UploadLimits};
 use crate::exit::{self, CliError};
 
 /// The default listen address.
@@ -85,6 +88,24 @@ pub struct ServeArgs {
     /// Require client certificates signed by this PEM CA (mutual TLS).
     #[arg(long, env = "DOCKET_SERVER_TLS_CLIENT_CA")]
     pub tls_client_ca: Option<PathBuf>,
+    /// Most bytes of evidence content one key may have stored through
+    /// uploads (e.g. `1GiB`; 0: no quota). Default 1 GiB.
+    #[arg(long, env = "DOCKET_UPLOAD_QUOTA", value_parser = uploads::parse_bytes)]
+    pub upload_quota: Option<u64>,
+    /// Free space uploads must leave on the data directory's filesystem
+    /// (e.g. `256MiB` or `5%`; 0: none). Default 256 MiB. Appends are not
+    /// affected.
+    #[arg(long, env = "DOCKET_DISK_RESERVE", value_parser = DiskReserve::parse)]
+    pub disk_reserve: Option<DiskReserve>,
+}
+
+/// A size in the configuration file: a number of bytes or a string
+/// (`"512MiB"`, and for `disk_reserve` also `"5%"`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum SizeSetting {
+    Bytes(u64),
+    Text(String),
 }
 
 /// The optional configuration file.
@@ -105,6 +126,8 @@ pub struct ConfigFile {
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub tls_client_ca: Option<PathBuf>,
+    pub upload_quota: Option<SizeSetting>,
+    pub disk_reserve: Option<SizeSetting>,
 }
 
 impl ConfigFile {
@@ -148,6 +171,8 @@ pub struct ServeOptions {
     pub sweep_every: Option<std::time::Duration>,
     /// TLS (and mutual TLS) settings; None serves plaintext HTTP/2.
     pub tls: Option<TlsFiles>,
+    /// Upload quota per key and the disk reserve.
+    pub uploads: UploadLimits,
 }
 
 /// PEM files of the server's TLS identity and, for mutual TLS, the CA that
@@ -174,6 +199,7 @@ impl ServeOptions {
             shutdown_grace: std::time::Duration::from_secs(10),
             sweep_every: None,
             tls: None,
+            uploads: UploadLimits::default(),
         }
     }
 
@@ -238,6 +264,29 @@ impl ServeOptions {
                 .into());
             }
         };
+        let bad = |what: &str, e: String| CliError::new(exit::USAGE, format!("{what}: {e}"));
+        let quota = match (args.upload_quota, file.upload_quota) {
+            (Some(q), _) | (None, Some(SizeSetting::Bytes(q))) => Some(q),
+            (None, Some(SizeSetting::Text(t))) => {
+                Some(uploads::parse_bytes(&t).map_err(|e| bad("upload_quota", e))?)
+            }
+            (None, None) => None,
+        };
+        if let Some(q) = quota {
+            o.uploads.quota = (q > 0).then_some(q);
+        }
+        let reserve = match (args.disk_reserve, file.disk_reserve) {
+            (Some(r), _) => Some(r),
+            (None, Some(SizeSetting::Bytes(b))) => Some(DiskReserve::Bytes(b)),
+            (None, Some(SizeSetting::Text(t))) => {
+                Some(DiskReserve::parse(&t).map_err(|e| bad("disk_reserve", e))?)
+            }
+            (None, None) => None,
+        };
+        if let Some(r) = reserve {
+            o.uploads.reserve =
+                (r != DiskReserve::Bytes(0) && r != DiskReserve::Percent(0)).then_some(r);
+        }
         o.validate()?;
         Ok(o)
     }
@@ -292,6 +341,8 @@ mod tests {
             tls_cert: None,
             tls_key: None,
             tls_client_ca: None,
+            upload_quota: None,
+            disk_reserve: None,
         }
     }
 
@@ -323,6 +374,25 @@ mod tests {
         let o = ServeOptions::resolve(Path::new(DEFAULT_DATA), &a).unwrap();
         assert_eq!(o.listen.port(), 0);
         assert_eq!(o.read_token.as_deref(), Some("t"));
+
+        let sized = dir.path().join("sized.toml");
+        std::fs::write(&sized, "upload_quota = \"2MiB\"\ndisk_reserve = \"5%\"\n").unwrap();
+        let mut a = args();
+        a.config = Some(sized.clone());
+        let o = ServeOptions::resolve(Path::new(DEFAULT_DATA), &a).unwrap();
+        assert_eq!(o.uploads.quota, Some(2 << 20));
+        assert_eq!(o.uploads.reserve, Some(DiskReserve::Percent(5)));
+        a.upload_quota = Some(0);
+        a.disk_reserve = Some(DiskReserve::Bytes(0));
+        let o = ServeOptions::resolve(Path::new(DEFAULT_DATA), &a).unwrap();
+        assert_eq!(o.uploads.quota, None);
+        assert_eq!(o.uploads.reserve, None);
+        let o = ServeOptions::resolve(Path::new(DEFAULT_DATA), &args()).unwrap();
+        assert_eq!(o.uploads, UploadLimits::default());
+        std::fs::write(&sized, "upload_quota = \"lots\"\n").unwrap();
+        let mut a = args();
+        a.config = Some(sized);
+        assert!(ServeOptions::resolve(Path::new(DEFAULT_DATA), &a).is_err());
 
         let bad = dir.path().join("bad.toml");
         std::fs::write(&bad, "nonsense = 1\n").unwrap();

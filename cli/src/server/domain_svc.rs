@@ -12,7 +12,7 @@ use docket_domain::domain::service::EvidenceView;
 use docket_domain::domain::{AsOf, Docket, kinds};
 use docket_domain::export::ExportOptions;
 use docket_domain::retention::kinds as retention_kinds;
-use docket_domain::{Event, LedgerError, LedgerState};
+use docket_domain::{Event, LedgerError, LedgerState, Statement};
 use docket_proto::v1 as pb;
 use docket_proto::v1::upload_evidence_request::Part as UploadPart;
 use sha2::{Digest as _, Sha256};
@@ -24,6 +24,7 @@ use super::convert::{self, ms_i64, raw};
 use super::ledger_svc::stopped;
 use super::shared::Shared;
 use super::status;
+use super::uploads::{self, UploadAuth};
 use crate::exit;
 
 /// Largest chunk an upload may send.
@@ -276,14 +277,128 @@ async fn forward_chunks(
                 None => {}
             },
             Ok(None) => return None,
-            Err(s) => return Some(s),
+            Err(s) => return Some(status::inbound(s)),
         }
     }
 }
 
+/// The digest and size an `evidence.registered` statement names (its
+/// schema errors, when it has any, as the ledger would report them).
+fn upload_target(docket: &Docket, st: &Statement) -> Result<([u8; 32], u64), LedgerError> {
+    match serde_json::from_slice::<EvidenceRegistered>(&st.payload) {
+        Ok(p) => Ok((docket_domain::blobs::parse_digest(&p.sha256)?, p.size)),
+        Err(e) => {
+            docket.precheck(st)?;
+            Err(LedgerError::Invalid {
+                what: "evidence.registered payload".into(),
+                violations: vec![e.to_string()],
+            })
+        }
+    }
+}
+
+/// A header's authorisation, statement and (without a statement) the
+/// expected digest and size.
+type UploadHeaderParts = (UploadAuth, Option<Statement>, Option<([u8; 32], u64)>);
+
 impl DomainService {
     fn shared(&self) -> &Shared {
         &self.shared
+    }
+
+    /// Checks an upload header's shape and how it is signed. An unsigned
+    /// upload is `UNAUTHENTICATED` before anything else is said about it.
+    fn upload_header(&self, header: &pb::UploadHeader) -> Result<UploadHeaderParts, Status> {
+        let explicit =
+            !header.uploader_public_key.is_empty() || !header.upload_signature.is_empty();
+        if !explicit && header.statement.is_none() {
+            self.shared
+                .metrics
+                .rejected
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Err(status::to_status(&LedgerError::BadSignature {
+                seq: None,
+                detail: "the upload is not signed: set header.uploader_public_key and \
+                         header.upload_signature (over \"docket/v1/upload\\0\" || SHA-256(content) || \
+                         size as u64 big-endian), or send the evidence.registered statement"
+                    .into(),
+            }));
+        }
+        let mut violations = Vec::new();
+        let expected_sha: Option<[u8; 32]> = if header.expected_sha256.is_empty() {
+            None
+        } else if let Ok(d) = header.expected_sha256.as_slice().try_into() {
+            Some(d)
+        } else {
+            violations.push(format!(
+                "header.expected_sha256 must be 32 raw bytes, got {}",
+                header.expected_sha256.len()
+            ));
+            None
+        };
+        let statement = match &header.statement {
+            None => {
+                if header.expected_sha256.is_empty() {
+                    violations.push(
+                        "header.expected_sha256 is required for an upload without a statement"
+                            .into(),
+                    );
+                }
+                None
+            }
+            Some(st) => {
+                let st = self.shared.checked(st, &[kinds::EVIDENCE_REGISTERED])?;
+                if let Ok(p) = serde_json::from_slice::<EvidenceRegistered>(&st.payload) {
+                    if let Some(d) = expected_sha
+                        && hex::encode(d) != p.sha256.to_ascii_lowercase()
+                    {
+                        violations.push(
+                            "header.expected_sha256 differs from the statement's sha256".into(),
+                        );
+                    }
+                    if header.expected_size != 0 && header.expected_size != p.size {
+                        violations.push(format!(
+                            "header.expected_size {} differs from the statement's size {}",
+                            header.expected_size, p.size
+                        ));
+                    }
+                }
+                Some(st)
+            }
+        };
+        let auth = if explicit {
+            let key: Option<[u8; 32]> = header.uploader_public_key.as_slice().try_into().ok();
+            if key.is_none() {
+                violations.push(format!(
+                    "header.uploader_public_key must be 32 raw bytes, got {}",
+                    header.uploader_public_key.len()
+                ));
+            }
+            let signature: Option<[u8; 64]> = header.upload_signature.as_slice().try_into().ok();
+            if signature.is_none() {
+                violations.push(format!(
+                    "header.upload_signature must be 64 raw bytes, got {}",
+                    header.upload_signature.len()
+                ));
+            }
+            key.zip(signature)
+                .map(|(key, signature)| UploadAuth::Signed { key, signature })
+        } else {
+            statement.clone().map(UploadAuth::Statement)
+        };
+        match auth {
+            Some(auth) if violations.is_empty() => {
+                let expected = expected_sha.map(|d| (d, header.expected_size));
+                Ok((auth, statement, expected))
+            }
+            _ => {
+                self.shared
+                    .metrics
+                    .rejected
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Err(status::invalid(&violations))
+            }
+        }
     }
 
     async fn append(
@@ -389,61 +504,50 @@ impl pb::evidence_server::Evidence for DomainService {
         &self,
         request: Request<Streaming<pb::UploadEvidenceRequest>>,
     ) -> Result<Response<pb::EvidenceReceipt>, Status> {
+        self.shared.writable()?;
         let mut inbound = request.into_inner();
         let first = inbound
             .message()
-            .await?
+            .await
+            .map_err(status::inbound)?
             .ok_or_else(|| status::invalid(&["the upload stream is empty".into()]))?;
         let Some(UploadPart::Header(header)) = first.part else {
             return Err(status::invalid(&[
                 "the first upload message must carry the header".into(),
             ]));
         };
-        let mut violations = Vec::new();
-        let expected_sha: Option<[u8; 32]> = if header.expected_sha256.is_empty() {
-            None
-        } else if let Ok(d) = header.expected_sha256.as_slice().try_into() {
-            Some(d)
-        } else {
-            violations.push(format!(
-                "header.expected_sha256 must be 32 raw bytes, got {}",
-                header.expected_sha256.len()
-            ));
-            None
-        };
-        let statement = match &header.statement {
-            None => {
-                if header.expected_sha256.is_empty() {
-                    violations.push(
-                        "header.expected_sha256 is required for an upload without a statement"
-                            .into(),
-                    );
+        let (auth, statement, expected) = self.upload_header(&header)?;
+        // Everything about the header is checked before any content is
+        // read: signature, key, statement, quota and disk reserve.
+        let uploads = Arc::clone(&self.shared.uploads);
+        let docket = self.shared.docket.clone();
+        let checked = statement.clone();
+        let reservation = tokio::task::spawn_blocking(move || {
+            let (digest, size) = match (&checked, expected) {
+                (Some(st), _) => upload_target(&docket, st)?,
+                (None, Some(target)) => target,
+                (None, None) => {
+                    return Err(LedgerError::Invalid {
+                        what: "upload header".into(),
+                        violations: vec!["header.expected_sha256 is required".into()],
+                    });
                 }
-                None
+            };
+            let key = uploads::authorize(&docket, &auth, &digest, size)?;
+            if let Some(st) = &checked {
+                docket.precheck(st)?;
             }
-            Some(st) => {
-                let st = self.shared.checked(st, &[kinds::EVIDENCE_REGISTERED])?;
-                if let Ok(p) = serde_json::from_slice::<EvidenceRegistered>(&st.payload) {
-                    if let Some(d) = expected_sha
-                        && hex::encode(d) != p.sha256.to_ascii_lowercase()
-                    {
-                        violations.push(
-                            "header.expected_sha256 differs from the statement's sha256".into(),
-                        );
-                    }
-                    if header.expected_size != 0 && header.expected_size != p.size {
-                        violations.push(format!(
-                            "header.expected_size {} differs from the statement's size {}",
-                            header.expected_size, p.size
-                        ));
-                    }
-                }
-                Some(st)
-            }
-        };
-        if !violations.is_empty() {
-            return Err(status::invalid(&violations));
-        }
+            uploads.reserve(&docket, key, digest, size)
+        })
+        .await
+        .map_err(|e| status::join_error(&e))?
+        .map_err(|e| {
+            self.shared
+                .metrics
+                .rejected
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.shared.status_of(&e)
+        })?;
         let (tx, rx) = mpsc::channel::<Vec<u8>>(8);
         let reader = ChunkReader {
             rx,
@@ -453,7 +557,11 @@ impl pb::evidence_server::Evidence for DomainService {
         let forward = forward_chunks(inbound, tx);
         match statement {
             Some(st) => {
-                let store = self.shared.write(move |d| d.put_evidence(reader, st));
+                let store = self.shared.write(move |d| {
+                    let r = d.put_evidence(reader, st)?;
+                    reservation.commit(r.blob_already_present);
+                    Ok(r)
+                });
                 let (stored, bad_stream) = tokio::join!(store, forward);
                 if let Some(s) = bad_stream {
                     return Err(s);
@@ -461,10 +569,12 @@ impl pb::evidence_server::Evidence for DomainService {
                 Ok(Response::new(evidence_receipt(&stored?)))
             }
             None => {
-                let size = header.expected_size;
-                let store = self
-                    .shared
-                    .read(move |d| d.put_blob(reader, expected_sha.as_ref(), Some(size)));
+                let (digest, size) = reservation.target();
+                let store = self.shared.read(move |d| {
+                    let put = d.put_blob(reader, Some(&digest), Some(size))?;
+                    reservation.commit(put.already_present);
+                    Ok(put)
+                });
                 let (stored, bad_stream) = tokio::join!(store, forward);
                 if let Some(s) = bad_stream {
                     return Err(s);
@@ -573,7 +683,8 @@ impl pb::evidence_server::Evidence for DomainService {
                             exit::HARD_FAIL,
                         )
                     } else {
-                        Status::internal(format!("reading evidence content: {e}"))
+                        tracing::error!(error = %e, "reading evidence content");
+                        status::unavailable("I/O error on the server (see its log)")
                     };
                     let _ = tx.blocking_send(Err(s));
                     return;
@@ -1014,6 +1125,9 @@ impl pb::retention_server::Retention for DomainService {
         };
         let st = self.shared.checked(st, &[retention_kinds::SWEEP])?;
         let dry_run = req.dry_run;
+        if !dry_run {
+            self.shared.writable()?;
+        }
         let report = self
             .shared
             .read(move |d| d.sweep_request(st, dry_run))

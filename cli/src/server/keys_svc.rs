@@ -102,13 +102,21 @@ impl Admin for AdminService {
         request: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::ServerStatus>, Status> {
         self.shared.check_read(&request)?;
+        let failure = self.shared.failure_reason();
         let cp = self
             .shared
             .blocking(|l| {
                 Ok(l.checkpoint()?
                     .map(|(cp, note)| (cp, note, l.verifier_key())))
             })
-            .await?;
+            .await;
+        // After a fail-stop the store may no longer read: the status still
+        // answers (without a checkpoint), naming the failure.
+        let cp = match cp {
+            Ok(cp) => cp,
+            Err(_) if failure.is_some() => None,
+            Err(e) => return Err(e),
+        };
         let s = &self.shared;
         let uptime = s.started.elapsed();
         let m = s.metrics.snapshot(uptime);
@@ -129,6 +137,7 @@ impl Admin for AdminService {
             duplicates_total: s.metrics.duplicates.load(Ordering::Relaxed),
             rejected_total: s.metrics.rejected.load(Ordering::Relaxed),
             auto_verify: self.auto_verify,
+            failure: failure.unwrap_or_default(),
         }))
     }
 }

@@ -270,9 +270,10 @@ impl LedgerService {
                         });
                         drop(_permit);
                         waiter_shared.account(result.as_ref().map_err(|_| ()), started);
-                        result
-                            .map(|r| convert::receipt(&r, &kind))
-                            .map_err(|e| status::to_status(&e))
+                        match result {
+                            Ok(r) => Ok(convert::receipt(&r, &kind)),
+                            Err(e) => Err(waiter_shared.write_status(&e).await),
+                        }
                     }
                 };
                 let failed = item.is_err();
@@ -299,10 +300,20 @@ impl LedgerService {
                 Ok(Some(m)) => m,
                 Ok(None) => break,
                 Err(e) => {
-                    tracing::debug!("append stream ended by the client: {e}");
+                    // A message that does not decode is the client's
+                    // mistake: say so; anything else ended the stream.
+                    if let Some(s) = status::classify_transport(&e) {
+                        let _ = pending_tx.send(Pending::Done(Err(s))).await;
+                    } else {
+                        tracing::debug!("append stream ended by the client: {e}");
+                    }
                     break;
                 }
             };
+            if let Err(s) = shared.writable() {
+                let _ = pending_tx.send(Pending::Done(Err(s))).await;
+                break;
+            }
             let entry = if Self::needs_route(&msg.kind) {
                 let (btx, brx) = tokio::sync::oneshot::channel();
                 if pending_tx.send(Pending::Barrier(btx)).await.is_err() || brx.await.is_err() {
@@ -325,7 +336,7 @@ impl LedgerService {
                                 reply,
                                 _permit: permit,
                             },
-                            Err(e) => Pending::Done(Err(status::to_status(&e))),
+                            Err(e) => Pending::Done(Err(shared.write_status(&e).await)),
                         }
                     }
                 }

@@ -5,7 +5,12 @@
 //! configuration, signals and logs. Every `docket.v1` service is served,
 //! plus the standard `grpc.health.v1.Health` and server reflection (v1 and
 //! v1alpha). The ledger API is blocking; services call it on the blocking
-//! pool. Ledger errors become statuses in one place, [`status`].
+//! pool. Ledger errors become statuses in one place, [`status`]; request
+//! bodies tonic cannot decode are classified by [`wire`].
+//!
+//! When the ledger fails stop after a storage error, health turns
+//! `NOT_SERVING` for `""` and every `docket.v1` service, `Admin.GetStatus`
+//! names the reason, and writes answer `UNAVAILABLE` (see [`shared`]).
 
 pub mod bench_load;
 pub mod coalesce;
@@ -17,6 +22,8 @@ pub mod keys_svc;
 pub mod ledger_svc;
 pub mod shared;
 pub mod status;
+pub mod uploads;
+pub mod wire;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -53,6 +60,7 @@ use shared::Shared;
 
 /// Commands this module adds to `docket`.
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // reason: parsed once per process; boxing buys nothing
 pub enum ServerCmd {
     /// Run the gRPC server on the ledger in `--data` (initialising an empty
     /// directory). Prints `listening on ADDR`; SIGINT/SIGTERM shut it down
@@ -146,6 +154,59 @@ impl RunningServer {
     }
 }
 
+/// The `docket.v1` services health reports on (besides `""`).
+fn service_names() -> [&'static str; 11] {
+    use tonic::server::NamedService;
+    [
+        <LedgerServer<LedgerService> as NamedService>::NAME,
+        <KeysServer<KeysService> as NamedService>::NAME,
+        <AdminServer<AdminService> as NamedService>::NAME,
+        <TasksServer<DomainService> as NamedService>::NAME,
+        <EvidenceServer<DomainService> as NamedService>::NAME,
+        <ExecutionsServer<DomainService> as NamedService>::NAME,
+        <SubmissionsServer<DomainService> as NamedService>::NAME,
+        <VerdictsServer<DomainService> as NamedService>::NAME,
+        <ApprovalsServer<DomainService> as NamedService>::NAME,
+        <RetentionServer<DomainService> as NamedService>::NAME,
+        <ExportServer<DomainService> as NamedService>::NAME,
+    ]
+}
+
+/// Waits for a fail-stop of the ledger (until shutdown): turns health
+/// `NOT_SERVING` for `""` and every service. One handle of the ledger is
+/// then kept until the process exits: after an I/O error sled can no
+/// longer write, and dropping its store waits forever for a flush that
+/// cannot complete — the server must still stop on SIGTERM. The operator
+/// restarts the process after fixing the cause.
+async fn watch_failure(
+    mut failure: watch::Receiver<Option<String>>,
+    mut stop: watch::Receiver<bool>,
+    health: tonic_health::server::HealthReporter,
+    ledger: Ledger,
+) {
+    let failed = tokio::select! {
+        r = failure.wait_for(Option::is_some) => r.is_ok(),
+        () = ledger_svc::stopped(&mut stop) => false,
+    };
+    if !failed {
+        return;
+    }
+    std::mem::forget(ledger);
+    let reason = failure.borrow().clone().unwrap_or_default();
+    tracing::error!(
+        "the ledger stopped after a storage error: {reason}; health is NOT_SERVING, \
+         writes are refused; restart after fixing the cause"
+    );
+    for name in service_names() {
+        health
+            .set_service_status(name, tonic_health::ServingStatus::NotServing)
+            .await;
+    }
+    health
+        .set_service_status("", tonic_health::ServingStatus::NotServing)
+        .await;
+}
+
 /// Opens the ledger in `opts.data`, initialising it when the directory has
 /// no ledger yet.
 fn open_or_init(opts: &ServeOptions) -> Result<(Docket, Option<InitOutcome>)> {
@@ -162,7 +223,9 @@ fn open_or_init(opts: &ServeOptions) -> Result<(Docket, Option<InitOutcome>)> {
     }
     // The store's file lock is released a moment after the previous owner
     // (the initialising ledger, or a server that just stopped in this
-    // process) is dropped: retry storage errors briefly.
+    // process) is dropped: retry storage errors briefly (the log core
+    // reports a store that does not open, a held lock included, as
+    // corruption of `log/`).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
     loop {
         match Docket::open(&opts.data, opts.ledger.clone(), options.clone()) {
@@ -170,6 +233,13 @@ fn open_or_init(opts: &ServeOptions) -> Result<(Docket, Option<InitOutcome>)> {
             Err(
                 docket_domain::LedgerError::Store { .. } | docket_domain::LedgerError::Io { .. },
             ) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(docket_domain::LedgerError::Corrupt { location, detail })
+                if location == "log/"
+                    && detail.contains("could not acquire lock")
+                    && std::time::Instant::now() < deadline =>
+            {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
             Err(e) => return Err(e.into()),
@@ -185,36 +255,38 @@ pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
         .with_context(|| format!("cannot listen on {}", opts.listen))?;
     let addr = listener.local_addr()?;
     let o = opts.clone();
-    let (docket, init) = tokio::task::spawn_blocking(move || open_or_init(&o))
-        .await
-        .context("opening the ledger panicked")??;
+    let limits = opts.uploads;
+    let (docket, init, uploads) = tokio::task::spawn_blocking(move || {
+        let (docket, init) = open_or_init(&o)?;
+        let uploads = uploads::Uploads::open(&docket, limits)?;
+        anyhow::Ok((docket, init, uploads))
+    })
+    .await
+    .context("opening the ledger panicked")??;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let shared = Shared::new(
         docket.clone(),
         shutdown_rx.clone(),
         opts.max_inflight,
         opts.read_token.clone(),
+        uploads,
     );
 
     let (health, health_service) = tonic_health::server::health_reporter();
-    health.set_serving::<LedgerServer<LedgerService>>().await;
-    health.set_serving::<KeysServer<KeysService>>().await;
-    health.set_serving::<AdminServer<AdminService>>().await;
-    health.set_serving::<TasksServer<DomainService>>().await;
-    health.set_serving::<EvidenceServer<DomainService>>().await;
-    health
-        .set_serving::<ExecutionsServer<DomainService>>()
-        .await;
-    health
-        .set_serving::<SubmissionsServer<DomainService>>()
-        .await;
-    health.set_serving::<VerdictsServer<DomainService>>().await;
-    health.set_serving::<ApprovalsServer<DomainService>>().await;
-    health.set_serving::<RetentionServer<DomainService>>().await;
-    health.set_serving::<ExportServer<DomainService>>().await;
+    for name in service_names() {
+        health
+            .set_service_status(name, tonic_health::ServingStatus::Serving)
+            .await;
+    }
     health
         .set_service_status("", tonic_health::ServingStatus::Serving)
         .await;
+    tokio::spawn(watch_failure(
+        shared.failure.clone(),
+        shutdown_rx.clone(),
+        health.clone(),
+        docket.ledger().clone(),
+    ));
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(docket_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -236,29 +308,37 @@ pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
             .tls_config(server_tls(tls)?)
             .context("TLS configuration")?;
     }
+    let max = wire::MAX_MESSAGE_BYTES;
     let router = builder
         .concurrency_limit_per_connection(opts.concurrency_per_connection)
         .tcp_nodelay(true)
         .trace_fn(|req| tracing::debug_span!("rpc", path = %req.uri().path()))
+        .layer(wire::TransportErrorsLayer)
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(LedgerServer::new(ledger_service))
-        .add_service(KeysServer::new(KeysService {
-            shared: Arc::clone(&shared),
-        }))
-        .add_service(AdminServer::new(AdminService {
-            shared: Arc::clone(&shared),
-            auto_verify: opts.auto_verify,
-        }))
-        .add_service(TasksServer::new(domain.clone()))
-        .add_service(EvidenceServer::new(domain.clone()))
-        .add_service(ExecutionsServer::new(domain.clone()))
-        .add_service(SubmissionsServer::new(domain.clone()))
-        .add_service(VerdictsServer::new(domain.clone()))
-        .add_service(ApprovalsServer::new(domain.clone()))
-        .add_service(RetentionServer::new(domain.clone()))
-        .add_service(ExportServer::new(domain));
+        .add_service(LedgerServer::new(ledger_service).max_decoding_message_size(max))
+        .add_service(
+            KeysServer::new(KeysService {
+                shared: Arc::clone(&shared),
+            })
+            .max_decoding_message_size(max),
+        )
+        .add_service(
+            AdminServer::new(AdminService {
+                shared: Arc::clone(&shared),
+                auto_verify: opts.auto_verify,
+            })
+            .max_decoding_message_size(max),
+        )
+        .add_service(TasksServer::new(domain.clone()).max_decoding_message_size(max))
+        .add_service(EvidenceServer::new(domain.clone()).max_decoding_message_size(max))
+        .add_service(ExecutionsServer::new(domain.clone()).max_decoding_message_size(max))
+        .add_service(SubmissionsServer::new(domain.clone()).max_decoding_message_size(max))
+        .add_service(VerdictsServer::new(domain.clone()).max_decoding_message_size(max))
+        .add_service(ApprovalsServer::new(domain.clone()).max_decoding_message_size(max))
+        .add_service(RetentionServer::new(domain.clone()).max_decoding_message_size(max))
+        .add_service(ExportServer::new(domain).max_decoding_message_size(max));
     drop(shared);
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let mut stop = shutdown_rx;

@@ -1,6 +1,15 @@
 //! What every service shares: the open ledger, the durable-length watch that
-//! drives live streams, the shutdown signal, the append back-pressure and the
-//! write-path metrics.
+//! drives live streams, the shutdown signal, the append back-pressure, the
+//! write-path metrics, the upload accounting and the fail-stop state.
+//!
+//! Fail-stop: when the ledger stops after a storage error
+//! ([`Ledger::failure`]), every write answers `UNAVAILABLE` ("the ledger
+//! stopped after a storage error: …; restart after fixing the cause") and
+//! reads keep answering from the committed state (the log core never folds
+//! a batch that failed into the readers' state). Reads the store can no
+//! longer answer (sled refuses every read after an I/O error) answer that
+//! same `UNAVAILABLE`; should the readers' state ever not be the committed
+//! one, projection reads are refused too rather than answered from it.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +24,7 @@ use tokio::sync::{Semaphore, watch};
 use tonic::Status;
 
 use super::coalesce::Coalescer;
+use super::uploads::Uploads;
 use super::{convert, status};
 
 /// Trailing window for rates and percentiles.
@@ -23,6 +33,10 @@ pub const METRICS_WINDOW: Duration = Duration::from_secs(10);
 pub const QUEUE_WAIT: Duration = Duration::from_secs(5);
 /// Most latency samples kept (older ones are dropped first).
 const MAX_SAMPLES: usize = 200_000;
+/// How long a write that saw the ledger close waits for the reason of a
+/// fail-stop to be published (a batch may be refused as the failure is
+/// being recorded).
+const FAILURE_WAIT: Duration = Duration::from_secs(2);
 
 /// Write-path metrics over a trailing window plus totals since start.
 #[derive(Debug)]
@@ -155,6 +169,11 @@ pub struct Shared {
     pub read_token: Option<String>,
     /// The front door of plain appends (group-commit coalescing).
     pub coalescer: Coalescer,
+    /// Upload quotas and the disk reserve.
+    pub uploads: Arc<Uploads>,
+    /// Becomes `Some(reason)` (free of server paths) when the ledger fails
+    /// stop after a storage error.
+    pub failure: watch::Receiver<Option<String>>,
 }
 
 impl Shared {
@@ -165,19 +184,28 @@ impl Shared {
         shutdown: watch::Receiver<bool>,
         max_inflight: usize,
         read_token: Option<String>,
+        uploads: Arc<Uploads>,
     ) -> Arc<Self> {
         let ledger = docket.ledger().clone();
         let len0 = ledger.len();
         let (len_tx, len_rx) = watch::channel(len0);
         let metrics = Arc::new(ServerMetrics::new(len0));
         let m = Arc::clone(&metrics);
-        // The listener must not hold the ledger (that would be a cycle).
+        // The listeners must not hold the ledger (that would be a cycle).
         ledger.on_commit(move |len| {
             m.on_commit(len);
             len_tx.send_replace(len);
         });
+        let dir = ledger.dir().to_path_buf();
+        let reason = move |f: &str| status::failure_reason(f, &dir);
+        let (failure_tx, failure_rx) = watch::channel(ledger.failure().as_deref().map(&reason));
+        ledger.on_failure(move |f| {
+            failure_tx.send_replace(Some(reason(f)));
+        });
         let coalescer = Coalescer::start(ledger.clone(), max_inflight);
         Arc::new(Self {
+            uploads,
+            failure: failure_rx,
             coalescer,
             docket,
             ledger,
@@ -194,6 +222,73 @@ impl Shared {
     /// Appends in flight right now (waiting for a durable acknowledgement).
     pub fn inflight_now(&self) -> u64 {
         (self.max_inflight - self.inflight.available_permits()) as u64
+    }
+
+    /// Why the ledger failed stop (free of server paths), if it did.
+    pub fn failure_reason(&self) -> Option<String> {
+        self.ledger
+            .failure()
+            .map(|f| status::failure_reason(&f, self.ledger.dir()))
+    }
+
+    /// The status every write gets once the ledger failed stop.
+    pub fn stopped(&self) -> Option<Status> {
+        self.failure_reason().map(|r| status::stopped(&r))
+    }
+
+    /// Refuses a write once the ledger failed stop (`UNAVAILABLE`).
+    pub fn writable(&self) -> Result<(), Status> {
+        match self.stopped() {
+            Some(s) => {
+                self.metrics.rejected.fetch_add(1, Ordering::Relaxed);
+                Err(s)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses reads of the projections when the ledger failed stop and
+    /// the readers' state is not the committed one (it folds exactly the
+    /// durable events; this guards that promise rather than trusting it).
+    fn readable(ledger: &Ledger) -> Result<(), LedgerError> {
+        if ledger.failure().is_some() && ledger.state().applied != ledger.len() {
+            return Err(LedgerError::Closed(
+                "its committed state is not available, so reads are refused too".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The status of a ledger error: once the ledger failed stop, storage
+    /// errors and `Closed` answer with the fail-stop status.
+    pub fn status_of(&self, e: &LedgerError) -> Status {
+        if matches!(
+            e,
+            LedgerError::Closed(_) | LedgerError::Io { .. } | LedgerError::Store { .. }
+        ) && let Some(reason) = self.failure_reason()
+        {
+            if let LedgerError::Io { .. } | LedgerError::Store { .. } = e {
+                tracing::warn!(error = %e, "storage error after the fail-stop");
+            }
+            return match e {
+                LedgerError::Closed(why) if why.starts_with("its committed state is not") => {
+                    status::stopped(&format!("{reason}; {why}"))
+                }
+                _ => status::stopped(&reason),
+            };
+        }
+        status::to_status(e)
+    }
+
+    /// The status of a write's error. A `Closed` error that arrives while
+    /// the ledger is failing stop waits briefly for the reason, so the
+    /// callers of the batch that failed hear why.
+    pub async fn write_status(&self, e: &LedgerError) -> Status {
+        if matches!(e, LedgerError::Closed(_)) && !*self.shutdown.borrow() {
+            let mut rx = self.failure.clone();
+            let _ = tokio::time::timeout(FAILURE_WAIT, rx.wait_for(Option::is_some)).await;
+        }
+        self.status_of(e)
     }
 
     /// Checks the read token, when one is configured.
@@ -228,7 +323,7 @@ impl Shared {
         tokio::task::spawn_blocking(move || f(&ledger))
             .await
             .map_err(|e| status::join_error(&e))?
-            .map_err(|e| status::to_status(&e))
+            .map_err(|e| self.status_of(&e))
     }
 
     /// A slot for one append in flight. Callers wait while `max_inflight`
@@ -236,6 +331,7 @@ impl Shared {
     /// [`QUEUE_WAIT`] the call fails with `RESOURCE_EXHAUSTED` (retry with
     /// back-off) rather than queueing without bound.
     pub async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Status> {
+        self.writable()?;
         match tokio::time::timeout(QUEUE_WAIT, Arc::clone(&self.inflight).acquire_owned()).await {
             Ok(Ok(p)) => Ok(p),
             Ok(Err(_)) => Err(status::unavailable("the server is shutting down")),
@@ -259,10 +355,13 @@ impl Shared {
         F: FnOnce(&Docket) -> Result<T, LedgerError> + Send + 'static,
     {
         let docket = self.docket.clone();
-        tokio::task::spawn_blocking(move || f(&docket))
-            .await
-            .map_err(|e| status::join_error(&e))?
-            .map_err(|e| status::to_status(&e))
+        tokio::task::spawn_blocking(move || {
+            Self::readable(docket.ledger())?;
+            f(&docket)
+        })
+        .await
+        .map_err(|e| status::join_error(&e))?
+        .map_err(|e| self.status_of(&e))
     }
 
     /// Runs a write (one or more appends, acknowledged once durable) on the
@@ -285,7 +384,10 @@ impl Shared {
             result.as_ref().map(Acknowledged::receipt).map_err(|_| ()),
             started,
         );
-        result.map_err(|e| status::to_status(&e))
+        match result {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.write_status(&e).await),
+        }
     }
 
     /// Appends one statement once it is durable: the [`DOMAIN_ROUTED`] kinds
@@ -299,7 +401,10 @@ impl Shared {
         let result = self.coalescer.append(st).await;
         drop(permit);
         self.account(result.as_ref().map_err(|_| ()), started);
-        result.map_err(|e| status::to_status(&e))
+        match result {
+            Ok(r) => Ok(r),
+            Err(e) => Err(self.write_status(&e).await),
+        }
     }
 
     /// Appends a wire statement whose kind must be one of `kinds` (any kind

@@ -1,18 +1,30 @@
-//! The one place where ledger errors become gRPC statuses.
+//! The one place where errors become gRPC statuses.
 //!
-//! | `LedgerError` | gRPC code |
-//! | --- | --- |
-//! | `Invalid`, `Malformed` | `INVALID_ARGUMENT` (the message lists every violated rule) |
-//! | `BadSignature` | `UNAUTHENTICATED` |
-//! | `PermissionDenied` | `PERMISSION_DENIED` |
-//! | `NotFound` | `NOT_FOUND` |
-//! | `AlreadyExists` | `ALREADY_EXISTS` |
-//! | `FailedPrecondition` | `FAILED_PRECONDITION` |
-//! | `ResourceExhausted` | `RESOURCE_EXHAUSTED` |
-//! | `Corrupt` | `DATA_LOSS` |
-//! | `Closed` | `UNAVAILABLE` |
-//! | `Merkle` (a request for a leaf or size the tree does not have) | `OUT_OF_RANGE` |
-//! | anything else (`Io`, `Store`, other `Merkle`/`Note` failures) | `INTERNAL` |
+//! | `LedgerError` | gRPC code | message |
+//! | --- | --- | --- |
+//! | `Invalid`, `Malformed` | `INVALID_ARGUMENT` | every violated rule, `; `-separated |
+//! | `BadSignature` | `UNAUTHENTICATED` | |
+//! | `PermissionDenied` | `PERMISSION_DENIED` | |
+//! | `NotFound` | `NOT_FOUND` | |
+//! | `AlreadyExists` | `ALREADY_EXISTS` | |
+//! | `FailedPrecondition` | `FAILED_PRECONDITION` | |
+//! | `ResourceExhausted` | `RESOURCE_EXHAUSTED` | names the limit |
+//! | `Corrupt`, `Store` (sled corruption) | `DATA_LOSS` | relative locations (`event 7`, `log/`) |
+//! | `Closed` | `UNAVAILABLE` | after a fail-stop: [`stopped`] |
+//! | `Io` with a full disk or quota | `RESOURCE_EXHAUSTED` | "the server's disk is full (see its log)" |
+//! | `Io`, `Store` (I/O) | `UNAVAILABLE` | "I/O error on the server (see its log)" |
+//! | `Merkle` (a leaf or size the tree does not have) | `OUT_OF_RANGE` | |
+//! | anything else (`Store` bugs, other `Merkle`/`Note` failures) | `INTERNAL` | logged |
+//!
+//! Requests tonic refuses before a handler runs are classified by
+//! [`classify_transport`]: a body that does not decode as the request
+//! message (bad protobuf, invalid UTF-8 in a `string`, a truncated frame) is
+//! `INVALID_ARGUMENT`, a message over the size limit `RESOURCE_EXHAUSTED`
+//! naming the limit (tonic says `INTERNAL` and `OUT_OF_RANGE`).
+//!
+//! No message names an absolute server path: I/O details go to the server
+//! log only, and the messages of other server-side failures (`DATA_LOSS`,
+//! `UNAVAILABLE`, `INTERNAL`) pass through [`scrub_paths`].
 //!
 //! Every status also carries the exit code the embedded CLI would have used
 //! for the same error, in the `docket-exit-code` metadata entry, so that
@@ -27,6 +39,15 @@ use crate::exit;
 /// Metadata key carrying the CLI exit code equivalent of an error status.
 pub const EXIT_CODE_METADATA: &str = "docket-exit-code";
 
+/// Whether an I/O error means the disk (or a disk quota) is full.
+fn disk_full(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    ) || e.raw_os_error() == Some(libc::ENOSPC)
+        || e.raw_os_error() == Some(libc::EDQUOT)
+}
+
 /// The gRPC code for a ledger error (the mapping table above).
 #[must_use]
 pub fn code_for(e: &LedgerError) -> Code {
@@ -38,8 +59,22 @@ pub fn code_for(e: &LedgerError) -> Code {
         LedgerError::AlreadyExists { .. } => Code::AlreadyExists,
         LedgerError::FailedPrecondition(_) => Code::FailedPrecondition,
         LedgerError::ResourceExhausted(_) => Code::ResourceExhausted,
-        LedgerError::Corrupt { .. } => Code::DataLoss,
+        LedgerError::Corrupt { .. }
+        | LedgerError::Store {
+            source: sled::Error::Corruption { .. },
+            ..
+        } => Code::DataLoss,
         LedgerError::Closed(_) => Code::Unavailable,
+        LedgerError::Io { source, .. } if disk_full(source) => Code::ResourceExhausted,
+        LedgerError::Store {
+            source: sled::Error::Io(source),
+            ..
+        } if disk_full(source) => Code::ResourceExhausted,
+        LedgerError::Io { .. }
+        | LedgerError::Store {
+            source: sled::Error::Io(_),
+            ..
+        } => Code::Unavailable,
         LedgerError::Merkle(
             MerkleError::IndexOutOfRange { .. } | MerkleError::SizeOrder { .. },
         ) => Code::OutOfRange,
@@ -47,15 +82,162 @@ pub fn code_for(e: &LedgerError) -> Code {
     }
 }
 
-/// Converts a ledger error into the status a client sees. The message is the
-/// error's display text (for `Invalid`: every violated rule, `; `-separated).
+/// The client-facing message of a ledger error: I/O failures say only that
+/// they happened (the detail, with its server path, goes to the log);
+/// server-side failures are their display text with absolute paths removed;
+/// a refusal of the request is its display text unchanged (it speaks of
+/// the request: rules, JSON pointers such as `/task_id`, keys, digests).
+#[must_use]
+pub fn message_for(e: &LedgerError) -> String {
+    match (e, code_for(e)) {
+        (LedgerError::Io { .. } | LedgerError::Store { .. }, Code::ResourceExhausted) => {
+            "the server's disk is full (see its log)".into()
+        }
+        (LedgerError::Io { .. } | LedgerError::Store { .. }, Code::Unavailable) => {
+            "I/O error on the server (see its log)".into()
+        }
+        (_, Code::DataLoss | Code::Unavailable | Code::Internal) => scrub_paths(&e.to_string()),
+        _ => e.to_string(),
+    }
+}
+
+/// Converts a ledger error into the status a client sees (see the table
+/// above). Server-side failures are logged with their full detail.
 #[must_use]
 pub fn to_status(e: &LedgerError) -> Status {
     let code = code_for(e);
-    if code == Code::Internal {
-        tracing::error!(error = %e, "internal error answering a request");
+    match code {
+        Code::Internal | Code::DataLoss => {
+            tracing::error!(error = %e, "error answering a request");
+        }
+        Code::Unavailable | Code::ResourceExhausted
+            if matches!(e, LedgerError::Io { .. } | LedgerError::Store { .. }) =>
+        {
+            tracing::error!(error = %e, "storage error answering a request");
+        }
+        _ => {}
     }
-    with_exit_code(Status::new(code, e.to_string()), exit::for_ledger_error(e))
+    with_exit_code(Status::new(code, message_for(e)), exit::for_ledger_error(e))
+}
+
+/// The ledger stopped accepting writes after a storage error (fail-stop):
+/// `UNAVAILABLE`, naming the reason (already free of server paths).
+#[must_use]
+pub fn stopped(reason: &str) -> Status {
+    unavailable(format!(
+        "the ledger stopped after a storage error: {reason}; restart after fixing the cause"
+    ))
+}
+
+/// The reason of a fail-stop as the log core reports it, for clients: the
+/// log core's prefix dropped, paths under `data_dir` made relative to it,
+/// any other absolute path removed.
+#[must_use]
+pub fn failure_reason(failure: &str, data_dir: &std::path::Path) -> String {
+    let reason = failure
+        .strip_prefix("fail-stop after a storage error: ")
+        .unwrap_or(failure);
+    let mut text = reason.to_string();
+    let mut dirs = vec![data_dir.to_path_buf()];
+    if let Ok(c) = data_dir.canonicalize() {
+        dirs.push(c);
+    }
+    for d in dirs {
+        let d = d.display().to_string();
+        if d.len() > 1 {
+            text = text
+                .replace(&format!("{d}/"), "")
+                .replace(&d, "the data directory");
+        }
+    }
+    scrub_paths(&text)
+}
+
+/// Replaces every absolute path in `s` (a `/` that starts a word, a quoted
+/// string or a parenthesis, followed by more than itself) with
+/// `<server path>`.
+#[must_use]
+pub fn scrub_paths(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.char_indices().peekable();
+    let mut prev: Option<char> = None;
+    while let Some((i, c)) = chars.next() {
+        let starts_word = prev.is_none_or(|p| p.is_whitespace() || "\"'`(=[{<".contains(p));
+        let next_is_path = s[i + c.len_utf8()..]
+            .chars()
+            .next()
+            .is_some_and(|n| n.is_alphanumeric() || "._-~".contains(n));
+        if c == '/' && starts_word && next_is_path {
+            let mut end = s.len();
+            while let Some(&(j, n)) = chars.peek() {
+                if n.is_whitespace() || "\"'`)]},;<>".contains(n) {
+                    end = j;
+                    break;
+                }
+                chars.next();
+            }
+            // A trailing `:` or `.` belongs to the sentence, not the path.
+            let token = &s[i..end];
+            let trimmed = token.trim_end_matches([':', '.']);
+            out.push_str("<server path>");
+            out.push_str(&token[trimmed.len()..]);
+            prev = token.chars().last();
+            continue;
+        }
+        out.push(c);
+        prev = Some(c);
+    }
+    out
+}
+
+/// tonic's own refusals of a request body, as Docket answers them: a body
+/// that does not decode as the request message (tonic: `INTERNAL`) is
+/// `INVALID_ARGUMENT`; a message over the size limit (tonic:
+/// `OUT_OF_RANGE`) is `RESOURCE_EXHAUSTED` naming the limit. `None` for
+/// every other status.
+#[must_use]
+pub fn classify_transport(s: &Status) -> Option<Status> {
+    let m = s.message();
+    match s.code() {
+        Code::Internal
+            if m.starts_with("failed to decode Protobuf message")
+                || m == "Unexpected EOF decoding stream."
+                || m == "Missing request message." =>
+        {
+            Some(with_exit_code(
+                Status::invalid_argument(format!(
+                    "the request body is not a valid protobuf encoding of this RPC's request message: {m}"
+                )),
+                exit::INVALID,
+            ))
+        }
+        Code::OutOfRange if m.starts_with("Error, decoded message length too large") => {
+            let numbers: Vec<u64> = m
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|t| t.parse().ok())
+                .collect();
+            let text = match numbers.as_slice() {
+                [found, limit] => format!(
+                    "resource exhausted: the request message is {found} bytes; the server's limit is {limit} bytes per message"
+                ),
+                _ => format!(
+                    "resource exhausted: the request message is over the server's limit ({m})"
+                ),
+            };
+            Some(with_exit_code(
+                Status::resource_exhausted(text),
+                exit::INVALID,
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// A status a handler got while reading its request stream, classified as
+/// [`classify_transport`] does (unchanged when it is something else).
+#[must_use]
+pub fn inbound(s: Status) -> Status {
+    classify_transport(&s).unwrap_or(s)
 }
 
 /// Converts an export error: a ledger error keeps its mapping; a bad
@@ -69,9 +251,19 @@ pub fn export_status(e: &docket_domain::export::ExportError) -> Status {
             with_exit_code(Status::invalid_argument(e.to_string()), exit::INVALID)
         }
         ExportError::NotFound(_) => with_exit_code(Status::not_found(e.to_string()), exit::MISSING),
+        ExportError::Io { .. } => {
+            tracing::error!(error = %e, "export failed");
+            with_exit_code(
+                Status::unavailable("I/O error on the server (see its log)"),
+                exit::UNEXPECTED,
+            )
+        }
         _ => {
             tracing::error!(error = %e, "export failed");
-            with_exit_code(Status::internal(e.to_string()), exit::UNEXPECTED)
+            with_exit_code(
+                Status::internal(scrub_paths(&e.to_string())),
+                exit::UNEXPECTED,
+            )
         }
     }
 }
@@ -109,11 +301,15 @@ pub fn unavailable(message: impl Into<String>) -> Status {
     with_exit_code(Status::unavailable(message.into()), exit::UNEXPECTED)
 }
 
-/// A join error of a blocking task (a panic in ledger code): `INTERNAL`.
+/// A join error of a blocking task (a panic in ledger code, a bug):
+/// `INTERNAL`.
 #[must_use]
 pub fn join_error(e: &tokio::task::JoinError) -> Status {
     tracing::error!(error = %e, "a blocking ledger call failed");
-    Status::internal(format!("ledger task failed: {e}"))
+    with_exit_code(
+        Status::internal("internal error on the server (see its log)"),
+        exit::UNEXPECTED,
+    )
 }
 
 /// Attaches the CLI exit code to a status.
@@ -205,5 +401,97 @@ mod tests {
             violations: vec!["rule one".into(), "rule two".into()],
         });
         assert!(s.message().contains("rule one") && s.message().contains("rule two"));
+    }
+
+    #[test]
+    fn io_errors_name_no_server_path() {
+        let io = LedgerError::io(
+            "/srv/docket/blobs/ab/abcd.tmp",
+            std::io::Error::from_raw_os_error(libc::EIO),
+        );
+        let s = to_status(&io);
+        assert_eq!(s.code(), Code::Unavailable);
+        assert_eq!(s.message(), "I/O error on the server (see its log)");
+        let full = LedgerError::io(
+            "/srv/docket/blobs/ab/abcd.tmp",
+            std::io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        let s = to_status(&full);
+        assert_eq!(s.code(), Code::ResourceExhausted);
+        assert!(!s.message().contains("/srv"), "{}", s.message());
+        let store = LedgerError::store(
+            "applying a commit batch",
+            sled::Error::Io(std::io::Error::from_raw_os_error(libc::EIO)),
+        );
+        assert_eq!(to_status(&store).code(), Code::Unavailable);
+        let corrupt = LedgerError::store("reading", sled::Error::Corruption { at: None, bt: () });
+        assert_eq!(to_status(&corrupt).code(), Code::DataLoss);
+    }
+
+    #[test]
+    fn refusals_keep_their_text() {
+        // JSON pointers look like paths; a refusal of the request keeps them.
+        let e = LedgerError::Invalid {
+            what: "task.registered".into(),
+            violations: vec!["[task.type] /type: must be a JSON object".into()],
+        };
+        assert!(to_status(&e).message().contains("/type:"));
+    }
+
+    #[test]
+    fn paths_are_scrubbed() {
+        assert_eq!(
+            scrub_paths("corruption at /srv/d/ledger.json: bad"),
+            "corruption at <server path>: bad"
+        );
+        assert_eq!(
+            scrub_paths(r#"could not acquire lock on "/tmp/x/log/db": busy"#),
+            r#"could not acquire lock on "<server path>": busy"#
+        );
+        for keep in [
+            "I/O error",
+            "docket/v1/upload",
+            "see https://example.com/x",
+            "media type text/plain",
+            "event 7 and log/",
+            "a / b",
+        ] {
+            assert_eq!(scrub_paths(keep), keep);
+        }
+        let dir = std::path::Path::new("/srv/docket");
+        assert_eq!(
+            failure_reason(
+                "fail-stop after a storage error: I/O error on /srv/docket/snapshots/keys.tmp: No space left",
+                dir
+            ),
+            "I/O error on snapshots/keys.tmp: No space left"
+        );
+        assert_eq!(
+            failure_reason(
+                "fail-stop after a storage error: I/O error on /elsewhere/f: x",
+                dir
+            ),
+            "I/O error on <server path>: x"
+        );
+    }
+
+    #[test]
+    fn transport_errors_are_classified() {
+        let bad = Status::internal(
+            "failed to decode Protobuf message: SignedStatement.kind: invalid string value: data is not UTF-8 encoded",
+        );
+        let s = classify_transport(&bad).expect("a decode error");
+        assert_eq!(s.code(), Code::InvalidArgument);
+        assert!(s.message().contains("not UTF-8"));
+        assert_eq!(exit_code_of(&s), exit::INVALID);
+        let big = Status::out_of_range(
+            "Error, decoded message length too large: found 5242880 bytes, the limit is: 4194304 bytes",
+        );
+        let s = classify_transport(&big).expect("too large");
+        assert_eq!(s.code(), Code::ResourceExhausted);
+        assert!(s.message().contains("5242880") && s.message().contains("4194304"));
+        assert!(classify_transport(&Status::internal("a real bug")).is_none());
+        assert!(classify_transport(&Status::out_of_range("beyond the head")).is_none());
+        assert_eq!(inbound(Status::cancelled("gone")).code(), Code::Cancelled);
     }
 }

@@ -379,14 +379,14 @@ fn execution_record(task_id: &str) -> serde_json::Value {
     v
 }
 
-async fn upload_raw(ch: &Channel, content: &[u8]) -> pb::EvidenceReceipt {
+async fn upload_raw(
+    ch: &Channel,
+    key: &ed25519_dalek::SigningKey,
+    content: &[u8],
+) -> pb::EvidenceReceipt {
     let header = pb::UploadEvidenceRequest {
         part: Some(pb::upload_evidence_request::Part::Header(
-            pb::UploadHeader {
-                statement: None,
-                expected_sha256: Sha256::digest(content).to_vec(),
-                expected_size: content.len() as u64,
-            },
+            docket_cli::server::uploads::signed_header(key, content),
         )),
     };
     let chunk = pb::UploadEvidenceRequest {
@@ -430,7 +430,7 @@ async fn domain_rpcs_succeed() {
     // Evidence: upload without a statement, then Register; GetEvidence;
     // Download.
     let extra = b"extra evidence\n".to_vec();
-    let stored = upload_raw(&ch, &extra).await;
+    let stored = upload_raw(&ch, &submitter, &extra).await;
     assert!(stored.oid.is_empty() && stored.receipt.is_none());
     assert_eq!(stored.sha256, Sha256::digest(&extra).to_vec());
     let payload =
@@ -971,11 +971,7 @@ async fn every_error_code_from_a_real_bad_request_appends_nothing() {
     let msgs = vec![
         pb::UploadEvidenceRequest {
             part: Some(pb::upload_evidence_request::Part::Header(
-                pb::UploadHeader {
-                    statement: None,
-                    expected_sha256: Sha256::digest(&huge).to_vec(),
-                    expected_size: huge.len() as u64,
-                },
+                docket_cli::server::uploads::signed_header(&submitter, &huge),
             )),
         },
         pb::UploadEvidenceRequest {
@@ -997,6 +993,13 @@ async fn every_error_code_from_a_real_bad_request_appends_nothing() {
                     statement: None,
                     expected_sha256: Sha256::digest(b"other content").to_vec(),
                     expected_size: content.len() as u64,
+                    uploader_public_key: submitter.verifying_key().to_bytes().to_vec(),
+                    upload_signature: docket_cli::server::uploads::sign_upload(
+                        &submitter,
+                        &Sha256::digest(b"other content").into(),
+                        content.len() as u64,
+                    )
+                    .to_vec(),
                 },
             )),
         },
@@ -1021,7 +1024,7 @@ async fn every_error_code_from_a_real_bad_request_appends_nothing() {
     );
 
     // DATA_LOSS: evidence content altered on disk is refused on download.
-    let stored = upload_raw(&ch, b"precious bytes").await;
+    let stored = upload_raw(&ch, &submitter, b"precious bytes").await;
     let reg = evidence
         .register(sign_bytes(
             "evidence.registered",
@@ -1561,7 +1564,7 @@ async fn retention_and_export_rpcs_succeed() {
         oids[i].clone()
     };
     let redacted = b"# Report\n[REDACTED]\n".to_vec();
-    upload_raw(&ch, &redacted).await;
+    upload_raw(&ch, &t.admin, &redacted).await;
     retention
         .redact(sign(
             "retention.redacted",

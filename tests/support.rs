@@ -222,7 +222,12 @@ impl ServeProcess {
             .args(extra)
             .env_remove("DOCKET_SERVER")
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            // DOCKET_E2E_SERVER_LOGS=1 shows the server's log.
+            .stderr(if std::env::var_os("DOCKET_E2E_SERVER_LOGS").is_some() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
             .spawn()
             .expect("spawn docket serve");
         let stdout = child.stdout.take().expect("stdout");
@@ -285,5 +290,129 @@ impl Drop for ServeProcess {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+// ------------------------------------------------------------ storage
+
+/// Starts a server on `data` (initialising it when empty), listening on
+/// 127.0.0.1 port 0, with options adjusted by `f`.
+pub async fn spawn_at(data: &Path, f: impl FnOnce(&mut ServeOptions)) -> RunningServer {
+    let mut opts = ServeOptions::new(data, loopback0());
+    f(&mut opts);
+    docket_cli::server::spawn(opts)
+        .await
+        .expect("server starts")
+}
+
+/// The admin key `init` wrote into a data directory.
+pub fn admin_key_of(data: &Path) -> SigningKey {
+    keys::read_key_file(&data.join("keys/admin.key")).expect("admin key")
+}
+
+/// A tmpfs mounted on a fresh temporary directory (tests run as root);
+/// unmounted when dropped.
+pub struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (e.g. `16m`), or prints why not and returns
+    /// `None` (the caller skips its test).
+    pub fn mount(size: &str) -> Option<Self> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Some(Self { dir }),
+            Ok(o) => {
+                eprintln!(
+                    "SKIPPED: cannot mount a tmpfs (needs root): {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("SKIPPED: cannot run mount: {e}");
+                None
+            }
+        }
+    }
+
+    /// The mount point.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// Free bytes of the filesystem holding `path`.
+pub fn free_bytes(path: &Path) -> u64 {
+    docket_cli::server::uploads::free_space(path)
+        .expect("statvfs")
+        .0
+}
+
+/// Fills the filesystem holding `dir` with `dir/fill` until at most
+/// `leave` bytes are free (0: until the disk is full). Returns the file.
+pub fn fill_disk(dir: &Path, leave: u64) -> PathBuf {
+    use std::io::Write as _;
+    let path = dir.join("fill");
+    let mut f = std::fs::File::create(&path).expect("create fill file");
+    let chunk = vec![0u8; 64 << 10];
+    loop {
+        let free = free_bytes(dir);
+        if free <= leave {
+            break;
+        }
+        let n = usize::try_from(free - leave).map_or(chunk.len(), |n| n.min(chunk.len()));
+        match f.write(&chunk[..n]) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    let _ = f.sync_all();
+    path
+}
+
+/// Every `docket.v1` service health reports on.
+pub const DOCKET_SERVICES: &[&str] = &[
+    "docket.v1.Ledger",
+    "docket.v1.Keys",
+    "docket.v1.Admin",
+    "docket.v1.Tasks",
+    "docket.v1.Evidence",
+    "docket.v1.Executions",
+    "docket.v1.Submissions",
+    "docket.v1.Verdicts",
+    "docket.v1.Approvals",
+    "docket.v1.Retention",
+    "docket.v1.Export",
+];
+
+/// The health status of `service` (`""`: the whole server).
+pub async fn health_of(ch: &Channel, service: &str) -> tonic_health::ServingStatus {
+    use tonic_health::pb::health_check_response::ServingStatus as Wire;
+    let r = tonic_health::pb::health_client::HealthClient::new(ch.clone())
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: service.to_string(),
+        })
+        .await
+        .expect("health check")
+        .into_inner();
+    match Wire::try_from(r.status) {
+        Ok(Wire::Serving) => tonic_health::ServingStatus::Serving,
+        Ok(Wire::NotServing) => tonic_health::ServingStatus::NotServing,
+        _ => tonic_health::ServingStatus::Unknown,
     }
 }

@@ -1324,16 +1324,46 @@ fn cli_over_grpc_matches_embedded_output_and_exit_codes() {
     assert!(report["appends"].as_u64().expect("appends") > 0, "{report}");
     assert!(report["p99_us"].as_u64().is_some());
 
+    // `prove` verifies against a trust anchor: pin the same key in both
+    // modes (embedded would otherwise use ledger.json, remote the key the
+    // server states, and say so).
+    let (code, vkey, err) = run_docket(&["--server", &url, "checkpoint", "--vkey"]);
+    assert_eq!(code, 0, "{err}");
+    let vkey = vkey.trim().to_string();
     let commands: Vec<Vec<&str>> = vec![
         vec!["log", "show", "1"],
         vec!["log", "show", "999999"],
         vec!["log", "tail", "--from", "0"],
         vec!["log", "tail", "--from", "999999"],
-        vec!["prove", "inclusion", "1", "--size", "3"],
-        vec!["prove", "inclusion", "1", "--size", "999999"],
-        vec!["prove", "inclusion", "5", "--size", "3"],
-        vec!["prove", "consistency", "2", "3"],
-        vec!["prove", "consistency", "3", "2"],
+        vec![
+            "prove",
+            "inclusion",
+            "1",
+            "--size",
+            "3",
+            "--trusted-key",
+            &vkey,
+        ],
+        vec![
+            "prove",
+            "inclusion",
+            "1",
+            "--size",
+            "999999",
+            "--trusted-key",
+            &vkey,
+        ],
+        vec![
+            "prove",
+            "inclusion",
+            "5",
+            "--size",
+            "3",
+            "--trusted-key",
+            &vkey,
+        ],
+        vec!["prove", "consistency", "2", "3", "--trusted-key", &vkey],
+        vec!["prove", "consistency", "3", "2", "--trusted-key", &vkey],
         vec!["checkpoint", "--vkey"],
     ];
     let remote = run_in_both_formats(&["--server", url.as_str()], &commands);

@@ -91,19 +91,79 @@ pub struct LogAppendArgs {
 /// `docket prove …`.
 #[derive(Debug, Subcommand)]
 pub enum ProveCmd {
-    /// Inclusion proof of event SEQ (RFC 9162 §2.1.3).
+    /// Inclusion proof of event SEQ (RFC 9162 §2.1.3), verified against a
+    /// checkpoint whose signature is verified with the trusted key.
     Inclusion {
+        /// Sequence number of the event.
         seq: u64,
         /// Tree size (default: the current size).
         #[arg(long)]
         size: Option<u64>,
+        /// The ledger's verifier key (`docket checkpoint --vkey` on a copy you
+        /// trust); default: the key of `ledger.json` in `--data`, or, with
+        /// `--server`, the key the server states (reported as untrusted).
+        #[arg(long, env = "DOCKET_TRUSTED_KEY", value_name = "VKEY")]
+        trusted_key: Option<String>,
     },
-    /// Consistency proof between two tree sizes (RFC 9162 §2.1.4).
+    /// Consistency proof between two tree sizes (RFC 9162 §2.1.4), verified
+    /// against the signed checkpoint of the new size.
     Consistency {
+        /// The older tree size.
         old: u64,
         /// New size (default: the current size).
         new: Option<u64>,
+        /// The ledger's verifier key (see `prove inclusion`).
+        #[arg(long, env = "DOCKET_TRUSTED_KEY", value_name = "VKEY")]
+        trusted_key: Option<String>,
     },
+}
+
+/// What `docket prove` checked, and against which trust anchor.
+#[derive(Debug, serde::Serialize)]
+struct ProofCheck {
+    verified: bool,
+    /// `pinned` (--trusted-key), `ledger.json` (the data directory's own
+    /// key), or `server-stated` (with --server and no pin: not a trust anchor).
+    trust: &'static str,
+    checkpoint_size: u64,
+    checks: Vec<String>,
+    problems: Vec<String>,
+}
+
+/// The trust anchor for `prove`: a pinned key, the data directory's
+/// `ledger.json`, or (untrusted) what a server states.
+fn trust_anchor(
+    ctx_data: &Path,
+    server: bool,
+    pinned: Option<&str>,
+    stated: &str,
+) -> Result<(docket_domain::checkpoint::NoteVerifier, &'static str)> {
+    use docket_domain::checkpoint::NoteVerifier;
+    if let Some(vkey) = pinned {
+        let v = NoteVerifier::parse(vkey.trim())
+            .map_err(|e| CliError::new(exit::USAGE, format!("--trusted-key: {e}")))?;
+        return Ok((v, "pinned"));
+    }
+    if !server && let Ok((_, v)) = docket_log::sequencer::read_config(ctx_data) {
+        return Ok((v, "ledger.json"));
+    }
+    let v = NoteVerifier::parse(stated.trim())
+        .map_err(|e| CliError::new(exit::HARD_FAIL, format!("the stated verifier key: {e}")))?;
+    Ok((v, "server-stated"))
+}
+
+fn parse_hashes(what: &str, hexes: &[String]) -> Result<Vec<[u8; 32]>> {
+    hexes
+        .iter()
+        .map(|h| {
+            hex::decode(h)
+                .ok()
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| {
+                    CliError::new(exit::HARD_FAIL, format!("{what}: {h} is not a hash")).into()
+                })
+        })
+        .collect()
 }
 
 /// `docket replay`.
@@ -315,44 +375,166 @@ pub fn run_checkpoint(backend: &dyn Backend, vkey: bool, out: Output) -> Result<
     Ok(exit::OK)
 }
 
-pub fn run_prove(backend: &dyn Backend, cmd: &ProveCmd, out: Output) -> Result<u8> {
-    match cmd {
-        ProveCmd::Inclusion { seq, size } => {
-            let p = backend.inclusion(*seq, *size)?;
-            out.emit(&p, || {
-                format!(
-                    "leaf {} in tree {}\n  leaf_hash {}\n  root_hash {}\n  proof:\n{}",
-                    p.leaf_index,
-                    p.tree_size,
-                    p.leaf_hash,
-                    p.root_hash,
-                    p.proof
-                        .iter()
-                        .map(|h| format!("    {h}"))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                )
-            });
+/// `docket prove`: fetches the proof and the latest signed checkpoint,
+/// verifies the checkpoint's signature with the trust anchor, the proof
+/// against the checkpoint's root (RFC 9162 §2.1.3.2 / §2.1.4.2), and for
+/// inclusion that the leaf hash is the hash of the event's bytes. Exit 5 if
+/// anything does not verify.
+pub fn run_prove(
+    ctx: &crate::Ctx,
+    backend: &dyn Backend,
+    cmd: &ProveCmd,
+    out: Output,
+) -> Result<u8> {
+    use docket_domain::{checkpoint, merkle};
+    let cp = backend.checkpoint()?;
+    let (pinned, new_size) = match cmd {
+        ProveCmd::Inclusion {
+            trusted_key, size, ..
+        } => (trusted_key.as_deref(), *size),
+        ProveCmd::Consistency {
+            trusted_key, new, ..
+        } => (trusted_key.as_deref(), *new),
+    };
+    let (verifier, trust) =
+        trust_anchor(&ctx.data, ctx.server.is_some(), pinned, &cp.verifier_key)?;
+    let mut check = ProofCheck {
+        verified: true,
+        trust,
+        checkpoint_size: cp.size,
+        checks: Vec::new(),
+        problems: Vec::new(),
+    };
+    let signed_root = match checkpoint::open_note(&cp.note, &verifier) {
+        Ok(c) => {
+            check.checks.push(format!(
+                "checkpoint signature verified with the {trust} key"
+            ));
+            if c.origin != verifier.name {
+                check.problems.push(format!(
+                    "checkpoint origin {:?} is not {:?}",
+                    c.origin, verifier.name
+                ));
+            }
+            Some((c.size, c.root))
         }
-        ProveCmd::Consistency { old, new } => {
-            let p = backend.consistency(*old, *new)?;
-            out.emit(&p, || {
-                format!(
-                    "tree {} -> {}\n  old_root {}\n  new_root {}\n  proof:\n{}",
-                    p.old_size,
-                    p.new_size,
-                    p.old_root,
-                    p.new_root,
-                    p.proof
-                        .iter()
-                        .map(|h| format!("    {h}"))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                )
-            });
+        Err(e) => {
+            check.problems.push(format!("checkpoint signature: {e}"));
+            None
         }
-    }
-    Ok(exit::OK)
+    };
+    // A proof for an earlier size is tied to the signed checkpoint by a
+    // consistency proof from that size: its root is then proven too.
+    let size = new_size.unwrap_or(cp.size);
+    let signed_root = match signed_root {
+        Some((s, root)) if size < s => match backend.consistency(size, Some(s)) {
+            Ok(c) => {
+                let path = parse_hashes("consistency proof", &c.proof)?;
+                let old = parse_hashes("old_root", std::slice::from_ref(&c.old_root))?[0];
+                match merkle::verify_consistency(size, s, &old, &root, &path) {
+                    Ok(()) => {
+                        check.checks.push(format!(
+                                "the root at size {size} is consistent with the signed tree of size {s} (RFC 9162 §2.1.4.2)"
+                            ));
+                        Some((size, old))
+                    }
+                    Err(e) => {
+                        check
+                            .problems
+                            .push(format!("consistency with the signed checkpoint: {e}"));
+                        None
+                    }
+                }
+            }
+            Err(e) => return Err(e),
+        },
+        other => other,
+    };
+    let value = match cmd {
+        ProveCmd::Inclusion { seq, .. } => {
+            let p = backend.inclusion(*seq, Some(size))?;
+            let ev = backend.event(*seq)?;
+            let bytes = base64_decode(&ev.event_b64)?;
+            let leaf = merkle::leaf_hash(&bytes);
+            if hex::encode(leaf) == p.leaf_hash {
+                check
+                    .checks
+                    .push("leaf hash is the hash of the event's canonical bytes".into());
+            } else {
+                check
+                    .problems
+                    .push("the leaf hash is not the hash of the event's bytes".into());
+            }
+            let path = parse_hashes("proof", &p.proof)?;
+            match signed_root {
+                Some((s, root)) if s == p.tree_size => {
+                    match merkle::verify_inclusion(&leaf, p.leaf_index, p.tree_size, &path, &root) {
+                        Ok(()) => check.checks.push(format!(
+                            "inclusion of leaf {} in the signed tree of size {} (RFC 9162 §2.1.3.2)",
+                            p.leaf_index, p.tree_size
+                        )),
+                        Err(e) => check.problems.push(format!("inclusion proof: {e}")),
+                    }
+                }
+                _ => check
+                    .problems
+                    .push("no signed root to verify the inclusion proof against".into()),
+            }
+            serde_json::json!({"proof": p, "check": check_final(&mut check)})
+        }
+        ProveCmd::Consistency { old, .. } => {
+            let p = backend.consistency(*old, Some(size))?;
+            let path = parse_hashes("proof", &p.proof)?;
+            let old_root = parse_hashes("old_root", std::slice::from_ref(&p.old_root))?[0];
+            match signed_root {
+                Some((s, root)) if s == p.new_size => {
+                    match merkle::verify_consistency(p.old_size, p.new_size, &old_root, &root, &path) {
+                        Ok(()) => check.checks.push(format!(
+                            "consistency of size {} with the signed tree of size {} (RFC 9162 §2.1.4.2)",
+                            p.old_size, p.new_size
+                        )),
+                        Err(e) => check.problems.push(format!("consistency proof: {e}")),
+                    }
+                }
+                _ => check
+                    .problems
+                    .push("no signed root to verify the consistency proof against".into()),
+            }
+            serde_json::json!({"proof": p, "check": check_final(&mut check)})
+        }
+    };
+    let verified = check.verified;
+    out.emit(&value, || {
+        let mut s = serde_json::to_string_pretty(&value["proof"]).unwrap_or_default();
+        s += &format!(
+            "\n{} (trust anchor: {})",
+            if verified { "VERIFIED" } else { "NOT VERIFIED" },
+            trust
+        );
+        if trust == "server-stated" {
+            s += "\n  note: the key is the one the server states; pin it with --trusted-key for a real check";
+        }
+        for c in &check.checks {
+            s += &format!("\n  ok: {c}");
+        }
+        for p in &check.problems {
+            s += &format!("\n  FAILED: {p}");
+        }
+        s
+    });
+    Ok(if verified { exit::OK } else { exit::HARD_FAIL })
+}
+
+fn check_final(check: &mut ProofCheck) -> &ProofCheck {
+    check.verified = check.problems.is_empty();
+    check
+}
+
+fn base64_decode(text: &str) -> Result<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| CliError::new(exit::HARD_FAIL, format!("event bytes: {e}")).into())
 }
 
 /// `docket replay`: reads the data directory itself (the store, not an open

@@ -24,6 +24,10 @@ struct Cli {
     /// (e.g. http://127.0.0.1:50051).
     #[arg(long, global = true, env = "DOCKET_SERVER")]
     server: Option<String>,
+    /// Where the log lives: `sled` (the data directory, the default) or
+    /// postgres://USER@HOST:PORT/DB (keys and blobs stay in --data).
+    #[arg(long, global = true, env = "DOCKET_STORE")]
+    store: Option<String>,
     /// Machine output: one JSON object per line.
     #[arg(long, global = true)]
     json: bool,
@@ -53,6 +57,9 @@ enum Command {
     Replay(ReplayArgs),
     /// Export the intact, provable prefix of a damaged ledger as a bundle.
     Recover(core_cmds::RecoverArgs),
+    /// Copy a ledger between a data directory and PostgreSQL (either way),
+    /// verified by replay.
+    Migrate(docket_cli::pg_cmds::MigrateArgs),
     /// Run the verdict engine offline on an artifacts directory.
     Verify(verify_cmds::VerifyArgs),
     /// Validate a task contract.
@@ -89,15 +96,28 @@ fn main() -> ExitCode {
         Command::Server(server::ServerCmd::Serve(_))
     ));
     let out = Output { json: cli.json };
-    let ctx = Ctx::new(cli.data.clone(), cli.server.clone(), out);
+    let store = match docket_cli::pg_cmds::store_url(cli.store.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(exit::for_error(&e));
+        }
+    };
+    let ctx = Ctx::new(cli.data.clone(), cli.server.clone(), out).with_store(store.clone());
     let result = match &cli.command {
-        Command::Init(a) => core_cmds::run_init(&cli.data, a, out),
+        Command::Init(a) => match &store {
+            Some(url) => docket_cli::pg_cmds::run_init(&cli.data, url, a, out),
+            None => core_cmds::run_init(&cli.data, a, out),
+        },
+        Command::Migrate(a) => docket_cli::pg_cmds::run_migrate(a, &cli.data, out),
         Command::Keygen(a) => core_cmds::run_keygen(a, out),
         Command::Log(c) => ctx.backend().and_then(|b| core_cmds::run_log(b, c, out)),
         Command::Checkpoint { vkey } => ctx
             .backend()
             .and_then(|b| core_cmds::run_checkpoint(b, *vkey, out)),
-        Command::Prove(c) => ctx.backend().and_then(|b| core_cmds::run_prove(b, c, out)),
+        Command::Prove(c) => ctx
+            .backend()
+            .and_then(|b| core_cmds::run_prove(&ctx, b, c, out)),
         Command::Replay(a) => core_cmds::run_replay(&ctx, a, out),
         Command::Recover(a) => core_cmds::run_recover(&ctx, a, out),
         Command::Verify(a) => verify_cmds::run_verify(a),

@@ -214,3 +214,40 @@ fn a_shortened_log_is_refused_and_its_provable_prefix_recovers() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[test]
+fn prove_verifies_against_a_trusted_key() {
+    let dir = tempfile::tempdir().unwrap();
+    ledger_with_events(dir.path(), 12);
+    let run = |args: &[&str]| {
+        let out = docket()
+            .args(["--json", "--data"])
+            .arg(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        (out.status.code().unwrap(), v)
+    };
+    // The data directory's own key (ledger.json) is the default anchor.
+    let (code, v) = run(&["prove", "inclusion", "4"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["check"]["verified"], true, "{v}");
+    assert_eq!(v["check"]["trust"], "ledger.json");
+    // An earlier size is tied to the signed checkpoint by consistency.
+    let (code, v) = run(&["prove", "inclusion", "2", "--size", "5"]);
+    assert_eq!(code, 0, "{v}");
+    let (code, v) = run(&["prove", "consistency", "3", "7"]);
+    assert_eq!(code, 0, "{v}");
+    // A wrong pinned key: the checkpoint does not verify, exit 5.
+    let other = ed25519_dalek::SigningKey::from_bytes(&[9u8; 32]);
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("ledger.json")).unwrap()).unwrap();
+    let wrong = docket_log::checkpoint::verifier_key(
+        config["origin"].as_str().unwrap(),
+        &other.verifying_key(),
+    );
+    let (code, v) = run(&["prove", "inclusion", "4", "--trusted-key", &wrong]);
+    assert_eq!(code, 5, "{v}");
+    assert_eq!(v["check"]["verified"], false, "{v}");
+}

@@ -70,7 +70,7 @@ fn stream() -> Vec<Event> {
             payload: stmt.payload,
             signature: stmt.signature,
         };
-        state.apply(&event);
+        state.apply(&event).expect("fold");
         events.push(event);
         (seq, minted)
     };
@@ -254,7 +254,9 @@ fn bench(c: &mut Criterion) {
         let start = Instant::now();
         let mut state = LedgerState::default();
         for b in &encoded {
-            state.apply(&Event::decode(b).expect("decode"));
+            state
+                .apply(&Event::decode(b).expect("decode"))
+                .expect("fold");
         }
         mem_rate = mem_rate.max(n as f64 / start.elapsed().as_secs_f64());
         drop(state);
@@ -271,7 +273,7 @@ fn bench(c: &mut Criterion) {
     let mut state = LedgerState::default();
     for e in &events {
         let t = Instant::now();
-        state.apply(e);
+        state.apply(e).expect("fold");
         let d = t.elapsed();
         let entry = per_kind.entry(e.kind.as_str()).or_default();
         entry.0 += 1;
@@ -325,7 +327,8 @@ fn bench(c: &mut Criterion) {
         b.iter_with_large_drop(|| {
             let mut s = LedgerState::default();
             for bytes in &encoded {
-                s.apply(&Event::decode(bytes).expect("decode"));
+                s.apply(&Event::decode(bytes).expect("decode"))
+                    .expect("fold");
             }
             s
         });

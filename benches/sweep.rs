@@ -109,21 +109,33 @@ fn build() -> LedgerState {
     for t in 0..TASKS {
         seq += 1;
         let id = task_id(t);
-        state.apply(&event(
-            seq,
-            T0,
-            "task.registered",
-            &json!({"task_id": id, "retention_class": "routine"}),
-        ));
+        state
+            .apply(&event(
+                seq,
+                T0,
+                "task.registered",
+                &json!({"task_id": id, "goal": "g", "role": "executor",
+                        "pins": {"allowed_paths": ["src/"], "forbidden_paths": []},
+                        "retention_class": "routine"}),
+            ))
+            .expect("task folds");
         for s in 0..3usize {
             seq += 1;
             let oids = &oids_of[t as usize][s * 5..s * 5 + 5];
-            state.apply(&event(
-                seq,
-                T0 + 1,
-                "submission.received",
-                &json!({"task_id": id, "status": "DONE", "evidence_oids": oids}),
-            ));
+            state
+                .apply(&event(
+                    seq,
+                    T0 + 1,
+                    "submission.received",
+                    &json!({"schema_version": "scc.submit.v1", "task_id": id, "status": "DONE",
+                            "changed_files": [], "new_files": [],
+                            "tests": {"commands": ["cargo test"], "passed": true, "summary": "ok"},
+                            "artifacts": {"report_md": "report.md", "selftest_log": "selftest.log",
+                                          "evidence_dir": "evidence/", "patch_diff": "patch.diff",
+                                          "submit_json": "submit.json"},
+                            "exit_code": 0, "needs_input": [], "evidence_oids": oids}),
+                ))
+                .expect("submission folds");
         }
     }
     state.retention.policy = Some(PolicyRecord {

@@ -930,7 +930,7 @@ async fn feed_watch(
                 let mut changes = Vec::new();
                 for (seq, bytes) in docket.ledger().store().event_range(next, to)? {
                     let event = Event::decode(&bytes)?;
-                    state.apply(&event);
+                    state.apply(&event)?;
                     let Some(key) = event_task(&event) else {
                         continue;
                     };

@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::authority::GENESIS;
 use crate::error::Result;
 use crate::event::Statement;
+use crate::keys::GenesisPayload;
 use crate::keys::{self, Role};
-use crate::projection::GenesisPayload;
+use crate::kind::names::GENESIS;
 use crate::state::LedgerState;
 
 pub use docket_log::sequencer::{LogConfigFile as LedgerConfigFile, Metrics, Receipt, exists};

@@ -156,7 +156,7 @@ impl World {
             payload: stmt.payload,
             signature: stmt.signature,
         };
-        self.state.apply(&event);
+        self.state.apply(&event).unwrap();
         self.events.push(event);
         true
     }
@@ -305,7 +305,7 @@ fn fold(events: &[Event], readmit: bool) -> LedgerState {
                 panic!("event {} ({}) not re-admitted: {err}", e.seq, e.kind);
             }
         }
-        s.apply(e);
+        s.apply(e).unwrap();
     }
     s
 }
@@ -337,7 +337,7 @@ proptest! {
         let mut restored = LedgerState::from_snapshots(prefix.applied, prefix.last_recorded_at_ms, &parts).unwrap();
         prop_assert_eq!(&restored, &prefix);
         for e in &w.events[k..] {
-            restored.apply(e);
+            restored.apply(e).unwrap();
         }
         prop_assert_eq!(restored.snapshots(), w.state.snapshots());
         prop_assert_eq!(&restored, &w.state);

@@ -14,8 +14,12 @@ fn spellings(hex: &str) -> Vec<(&'static str, String)> {
     vec![
         ("upper case", hex.to_ascii_uppercase()),
         ("mixed case", {
+            // Upper-case the first letter: upper-casing digits changes
+            // nothing (a key whose first digits are all decimal would
+            // otherwise be spelled canonically here).
+            let i = hex.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(0);
             let mut s = hex.to_string();
-            s.replace_range(0..4, &hex[0..4].to_ascii_uppercase());
+            s.replace_range(i..i + 1, &hex[i..i + 1].to_ascii_uppercase());
             s
         }),
         ("leading space", format!(" {hex}")),

@@ -394,7 +394,7 @@ fn sweeps_link_their_expiries_and_replay_reproduces_everything() {
                 },
             )
             .unwrap_or_else(|e| panic!("event {seq} ({}) re-admission: {e}", ev.kind));
-        state.apply(&ev);
+        state.apply(&ev).unwrap();
         seq += 1;
     }
     assert_eq!(&state, sim.state());

@@ -137,7 +137,7 @@ impl Sim {
         let mut state = LedgerState::default();
         let mut seq = 0;
         while let Some(bytes) = self.log.event_bytes(seq) {
-            state.apply(&Event::decode(bytes).unwrap());
+            state.apply(&Event::decode(bytes).unwrap()).unwrap();
             seq += 1;
         }
         state

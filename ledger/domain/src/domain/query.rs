@@ -12,7 +12,7 @@ use crate::ledger::Ledger;
 use crate::state::LedgerState;
 use crate::store::Store;
 
-use super::payloads::rfc3339_ms;
+use crate::schema::rfc3339_ms;
 
 /// A point in history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -92,10 +92,10 @@ fn read_chunk(store: &dyn Store, from: u64, to: u64) -> Result<Vec<Event>> {
         .collect()
 }
 
-/// Folds the first `len` events of `store` (from the stored snapshots when
-/// they cover a prefix no longer than `len`, else from genesis). No
-/// signature checks; replay does those. Reading and decoding the next chunk
-/// runs in parallel with folding the current one (the fold itself stays
+/// Folds the first `len` events of `store` from genesis. No signature
+/// checks; replay does those. An event that does not fold is an error
+/// (`Corrupt`, naming it). Reading and decoding the next chunk runs in
+/// parallel with folding the current one (the fold itself stays
 /// sequential, in log order).
 pub fn fold_prefix(store: &dyn Store, len: u64) -> Result<LedgerState> {
     // From genesis: snapshots reflect the head, and a derived file is not
@@ -111,11 +111,12 @@ pub fn fold_prefix(store: &dyn Store, len: u64) -> Result<LedgerState> {
     loop {
         to = (next + FOLD_CHUNK).min(len);
         let (from, upto) = (next, to);
-        let ((), ahead) = rayon::join(
-            || {
+        let (folded, ahead) = rayon::join(
+            || -> Result<()> {
                 for event in &current {
-                    state.apply(event);
+                    state.apply(event)?;
                 }
+                Ok(())
             },
             || {
                 if from < upto {
@@ -125,6 +126,7 @@ pub fn fold_prefix(store: &dyn Store, len: u64) -> Result<LedgerState> {
                 }
             },
         );
+        folded?;
         match ahead? {
             Some(events) => current = events,
             None => return Ok(state),

@@ -6,12 +6,8 @@
 //!   against the statement), then the `evidence.registered` append; the OID
 //!   comes back with the receipt.
 //! - [`Docket::submit`]: appends `submission.received`; once it is durable
-//!   and with auto-verify on (the default), runs the verdict engine on the
-//!   task's contract and the submission's evidence blobs, evaluated at the
-//!   submission's ledger time (so the verdict is a deterministic function of
-//!   the log and the blobs), and appends one `check.recorded` per check and
-//!   the `verdict.issued`, signed by the ledger key (which holds the verifier
-//!   role from genesis).
+//!   and with auto-verify on (the default), judges it
+//!   ([`Docket::verify_submission`], [`super::auto_verify`]).
 //! - everything else goes straight to [`Ledger::append`].
 
 use std::collections::BTreeMap;
@@ -19,30 +15,28 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use docket_verifier::catalogue::ReasonCode;
-use docket_verifier::engine::{ArtifactSource, evaluate};
-use docket_verifier::submit::Submission;
-use docket_verifier::verdict::{Finding, Verdict};
-use docket_verifier::{TaskContract, VerifierError};
+use docket_verifier::TaskContract;
+use docket_verifier::verdict::Verdict;
 use serde::Serialize;
 
 use crate::blobs::{BlobStore, PutOutcome, VerifiedReader, parse_digest};
 use crate::error::{LedgerError, Result};
 use crate::event::Statement;
+use crate::keys::KeyRecord;
+use crate::kind::names as kinds;
 use crate::ledger::{InitOutcome, Ledger, LedgerOptions, Receipt};
-use crate::projection::KeyRecord;
+use crate::oids::{self, EvidenceRegistered, OidRecord, OidState, Removal};
+use crate::schema::task_key;
 use crate::state::{AdmitContext, LedgerState};
+use crate::tasks::{
+    ApprovalInfo, ApprovalState, CheckInfo, TaskState, VerdictChange, VerdictInfo, VerdictStatus,
+};
 
-use super::kinds;
-use super::oid;
-use super::payloads::{
-    CheckRecorded, EvidenceRegistered, SubmissionExtra, ms_to_rfc3339, task_key,
-};
-use super::projections::{
-    ApprovalInfo, ApprovalState, CheckInfo, OidRecord, OidState, TaskState, VerdictChange,
-    VerdictInfo, VerdictStatus,
-};
+use super::auto_verify::submission_task;
 use super::query::{self, AsOf};
+use super::retention_service::registration_guard;
+
+pub use super::auto_verify::VerifyOutcome;
 
 /// Tunables of the service.
 #[derive(Debug, Clone)]
@@ -96,14 +90,6 @@ pub struct SubmitOutcome {
     pub auto_verify_error: Option<String>,
     /// The task's verdict state after all of it.
     pub state: TaskVerdictView,
-}
-
-/// What auto-verify appended for one submission.
-#[derive(Debug, Clone)]
-pub struct VerifyOutcome {
-    pub verdict: Verdict,
-    pub check_receipts: Vec<Receipt>,
-    pub verdict_receipt: Receipt,
 }
 
 /// One approval with its effective state at the time of the answer.
@@ -172,14 +158,14 @@ pub struct Docket {
     options: DocketOptions,
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
 }
 
-fn expect_kind(stmt: &Statement, kinds: &[&str]) -> Result<()> {
+pub(crate) fn expect_kind(stmt: &Statement, kinds: &[&str]) -> Result<()> {
     if kinds.contains(&stmt.kind.as_str()) {
         Ok(())
     } else {
@@ -216,48 +202,6 @@ impl Docket {
             tracing::warn!("auto-verify: resuming pending verification: {e}");
         }
         Ok(docket)
-    }
-
-    /// Submissions that are the latest of their task and have no verdict:
-    /// what auto-verify owes after a restart. In log order.
-    pub fn pending_verification(&self) -> Vec<u64> {
-        let state = self.ledger.state();
-        let mut pending: Vec<u64> = state
-            .domain
-            .verdicts
-            .tasks
-            .values()
-            .filter_map(|t| {
-                let latest = t.submissions.last()?;
-                let judged = t
-                    .verdict
-                    .as_ref()
-                    .is_some_and(|v| v.submission_seq == latest.seq);
-                (!judged).then_some(latest.seq)
-            })
-            .collect();
-        pending.sort_unstable();
-        pending
-    }
-
-    /// Runs auto-verify on every [`Docket::pending_verification`]
-    /// submission; returns the sequence numbers judged.
-    pub fn resume_pending_verification(&self) -> Result<Vec<u64>> {
-        let mut judged = Vec::new();
-        for seq in self.pending_verification() {
-            match self.verify_submission(seq) {
-                Ok(_) => {
-                    tracing::info!("auto-verify: judged submission {seq} left pending by a stop");
-                    judged.push(seq);
-                }
-                // A newer submission or an external verdict landed meanwhile.
-                Err(LedgerError::FailedPrecondition(m)) => {
-                    tracing::info!("auto-verify: submission {seq} no longer pending: {m}");
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(judged)
     }
 
     /// Opens the ledger in `dir` and its blob store.
@@ -367,7 +311,7 @@ impl Docket {
         let p = evidence_payload(&stmt)?;
         let digest = parse_digest(&p.sha256)?;
         // No retention deletion between the blob check and the append.
-        let _registration = crate::retention::service::registration_guard();
+        let _registration = registration_guard();
         match self.blobs.size(&digest)? {
             Some(size) if size == p.size => {}
             Some(size) => {
@@ -386,7 +330,7 @@ impl Docket {
         let digest_of_stmt = stmt.digest();
         let receipt = self.ledger.append(stmt)?;
         Ok(EvidenceReceipt {
-            oid: oid::mint(receipt.recorded_at_ms, &digest_of_stmt),
+            oid: oids::mint(receipt.recorded_at_ms, &digest_of_stmt),
             receipt,
             sha256: p.sha256,
             size: p.size,
@@ -454,13 +398,7 @@ impl Docket {
                 }
             }
         }
-        let task_id = {
-            let event = self.ledger.event(receipt.seq)?;
-            let p: SubmissionExtra = serde_json::from_slice(&event.payload).map_err(|e| {
-                LedgerError::corrupt(format!("event {}", receipt.seq), e.to_string())
-            })?;
-            task_key(&p.task_id).into_owned()
-        };
+        let task_id = submission_task(&self.ledger.event(receipt.seq)?)?;
         let state = self.verdict(&task_id, AsOf::Latest, false)?;
         if verdict.is_none()
             && let Some(v) = state
@@ -478,173 +416,6 @@ impl Docket {
             auto_verify_error,
             state,
         })
-    }
-
-    /// Runs the verdict engine on submission `submission_seq` and appends
-    /// its checks and verdict, signed by the ledger key. Deterministic:
-    /// evaluated at the submission's ledger time, so re-running it gives the
-    /// same statements (appended once: duplicates are idempotent).
-    pub fn verify_submission(&self, submission_seq: u64) -> Result<VerifyOutcome> {
-        let verdict = self.evaluate_submission(submission_seq)?;
-        let key = self.ledger.ledger_key();
-        let mut statements = Vec::with_capacity(verdict.checks.len() + 1);
-        for (name, passed) in &verdict.checks {
-            let findings: Vec<&Finding> = verdict
-                .findings
-                .iter()
-                .filter(|f| &f.check == name)
-                .collect();
-            let check = CheckRecorded {
-                task_id: verdict.task_id.clone(),
-                submission_seq: Some(submission_seq),
-                name: name.clone(),
-                passed: *passed,
-                details: Some(serde_json::json!({ "findings": findings })),
-            };
-            // Invariant: plain data serialises.
-            let payload = serde_json::to_vec(&check).expect("check serialises");
-            statements.push(Statement::sign(kinds::CHECK_RECORDED, payload, key));
-        }
-        let mut doc = serde_json::to_value(&verdict).map_err(|e| LedgerError::Invalid {
-            what: "verdict".into(),
-            violations: vec![e.to_string()],
-        })?;
-        if let Some(map) = doc.as_object_mut() {
-            map.insert("submission_seq".into(), submission_seq.into());
-        }
-        // Invariant: a JSON value serialises.
-        let payload = serde_json::to_vec(&doc).expect("verdict serialises");
-        statements.push(Statement::sign(kinds::VERDICT_ISSUED, payload, key));
-        let mut results = self.ledger.append_many(statements)?;
-        // Invariant: append_many returns one result per statement, and we
-        // sent at least the verdict.
-        let verdict_receipt = results.pop().expect("verdict result")?;
-        let check_receipts = results.into_iter().collect::<Result<Vec<_>>>()?;
-        Ok(VerifyOutcome {
-            verdict,
-            check_receipts,
-            verdict_receipt,
-        })
-    }
-
-    /// The verdict the engine gives submission `submission_seq` (appends
-    /// nothing).
-    pub fn evaluate_submission(&self, submission_seq: u64) -> Result<Verdict> {
-        let event = self.ledger.event(submission_seq)?;
-        if event.kind != kinds::SUBMISSION_RECEIVED {
-            return Err(LedgerError::NotFound {
-                what: format!(
-                    "submission at seq {submission_seq} (event is {})",
-                    event.kind
-                ),
-            });
-        }
-        let sub: SubmissionExtra = serde_json::from_slice(&event.payload)
-            .map_err(|e| LedgerError::corrupt(format!("event {submission_seq}"), e.to_string()))?;
-        let task_id = task_key(&sub.task_id);
-        let (contract_seq, records) = {
-            let state = self.ledger.state();
-            let task = state
-                .domain
-                .verdicts
-                .tasks
-                .get(task_id.as_ref())
-                .ok_or_else(|| LedgerError::NotFound {
-                    what: format!("task {task_id}"),
-                })?;
-            let records: Vec<(String, OidRecord)> = sub
-                .evidence_oids
-                .iter()
-                .filter_map(|o| {
-                    state
-                        .domain
-                        .oids
-                        .oids
-                        .get(o)
-                        .map(|r| (o.clone(), r.clone()))
-                })
-                .collect();
-            (task.contract.seq, records)
-        };
-        let contract_bytes = self.ledger.event(contract_seq)?.payload;
-        let contract = TaskContract::parse(&contract_bytes).map_err(|vs| LedgerError::Corrupt {
-            location: format!("event {contract_seq}"),
-            detail: format!(
-                "admitted contract no longer parses: {} violation(s)",
-                vs.len()
-            ),
-        })?;
-        let mut source = BlobArtifacts::default();
-        let mut budget = self.options.max_verify_bytes;
-        for (o, r) in &records {
-            let entry = if r.state != OidState::Live {
-                // Removed content is simply absent: the engine reports the
-                // evidence missing (fail closed).
-                continue;
-            } else if r.size > budget {
-                Err(format!(
-                    "evidence {o} ({} bytes) exceeds the auto-verify budget",
-                    r.size
-                ))
-            } else {
-                match parse_digest(&r.sha256).and_then(|d| self.blobs.read_verified(&d, r.size)) {
-                    Ok(bytes) => {
-                        budget -= bytes.len() as u64;
-                        Ok(bytes)
-                    }
-                    Err(LedgerError::NotFound { .. }) => continue,
-                    Err(e) => Err(format!("evidence {o}: {e}")),
-                }
-            };
-            source.blobs.insert(r.artifact_name.clone(), entry);
-        }
-        // The signed submission is the submission: when its submit.json is
-        // not among the evidence, the engine reads the statement itself;
-        // when it is, the two must agree.
-        let mut mismatch = None;
-        match source.blobs.get("submit.json") {
-            None => {
-                source
-                    .blobs
-                    .insert("submit.json".into(), Ok(event.payload.clone()));
-            }
-            Some(Ok(bytes)) => {
-                let from_blob = Submission::parse(bytes).ok();
-                let from_stmt = Submission::parse(&event.payload).ok();
-                if from_blob != from_stmt {
-                    mismatch = Some(Finding {
-                        check: "schema_valid".into(),
-                        rule: "ledger.submit_json_matches_statement".into(),
-                        reason_code: ReasonCode::EvidenceTampered,
-                        file: "submit.json".into(),
-                        line: None,
-                        message:
-                            "the submit.json evidence differs from the signed submission statement"
-                                .into(),
-                    });
-                }
-            }
-            Some(Err(_)) => {}
-        }
-        let at_ms = i128::from(event.recorded_at_ms) * 1_000_000;
-        let evaluated_at = time::OffsetDateTime::from_unix_timestamp_nanos(at_ms)
-            .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-        let mut verdict = evaluate(&contract, &source, evaluated_at);
-        if let Some(finding) = mismatch {
-            let mut findings = verdict.findings.clone();
-            findings.push(finding);
-            verdict = Verdict::from_checks(
-                verdict.task_id.clone(),
-                verdict.checks.clone(),
-                findings,
-                verdict.timestamps.clone(),
-                verdict.links.clone(),
-                verdict.evidence_digests.clone(),
-            );
-        }
-        verdict.timestamps.submitted_at = Some(ms_to_rfc3339(event.recorded_at_ms));
-        verdict.evidence_oids = sub.evidence_oids.clone();
-        Ok(verdict)
     }
 
     // ------------------------------------------------------------ reads
@@ -792,7 +563,7 @@ impl Docket {
                 ),
             });
         }
-        Ok(oid::of_event(&event))
+        Ok(oids::of_event(&event))
     }
 
     /// A digest-checking reader over an OID's content. Removed content is
@@ -804,7 +575,7 @@ impl Docket {
                 .record
                 .removal
                 .as_ref()
-                .map(super::projections::Removal::describe)
+                .map(Removal::describe)
                 .unwrap_or_default();
             return Err(LedgerError::FailedPrecondition(format!(
                 "the content of {} was {}{why}",
@@ -845,29 +616,5 @@ impl Docket {
 }
 
 fn evidence_payload(stmt: &Statement) -> Result<EvidenceRegistered> {
-    super::admit::evidence_schema(&stmt.payload)
-}
-
-/// Evidence blobs loaded for the engine: name → content, or why it is
-/// unusable (digest mismatch, over budget).
-#[derive(Debug, Default)]
-struct BlobArtifacts {
-    blobs: BTreeMap<String, std::result::Result<Vec<u8>, String>>,
-}
-
-impl ArtifactSource for BlobArtifacts {
-    fn list(&self) -> std::result::Result<Vec<String>, VerifierError> {
-        Ok(self.blobs.keys().cloned().collect())
-    }
-
-    fn read(&self, name: &str) -> std::result::Result<Option<Vec<u8>>, VerifierError> {
-        match self.blobs.get(name) {
-            None => Ok(None),
-            Some(Ok(bytes)) => Ok(Some(bytes.clone())),
-            Some(Err(msg)) => Err(VerifierError::ArtifactUnreadable {
-                name: name.to_string(),
-                source: std::io::Error::new(std::io::ErrorKind::InvalidData, msg.clone()),
-            }),
-        }
-    }
+    oids::decode_evidence(&stmt.payload)
 }

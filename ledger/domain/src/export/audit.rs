@@ -27,7 +27,7 @@ use crate::blobs::BlobDigest;
 use crate::checkpoint::{self, Checkpoint, NoteError, NoteVerifier};
 use crate::event::{self, Event};
 use crate::merkle::{self, Frontier, Hash};
-use crate::projection::{GenesisPayload, KeysProjection, Projection as _};
+use crate::projection::{GenesisPayload, KeysProjection};
 use crate::state::{AdmitContext, LedgerState};
 use docket_log::verify::{FindingKind as LogFindingKind, LogChecker};
 
@@ -1064,12 +1064,16 @@ impl<'o> Auditor<'o> {
                         e.to_string(),
                     );
                 }
-                state.apply(&c.event);
+                // A refused event (reported above) may not fold; it changes
+                // nothing and what follows folds at its own position.
+                let _ = state.apply_partial(&c.event);
             }
             return;
         }
-        // A partial log: role rules from the carried key events.
-        let mut keys = KeysProjection::default();
+        // A partial log: role rules from the carried key events (folded
+        // with everything carried; events whose context is not carried fold
+        // nothing).
+        let mut folded = LedgerState::default();
         let mut missing_reported: BTreeSet<[u8; 32]> = BTreeSet::new();
         for c in carried {
             let e = &c.event;
@@ -1088,13 +1092,13 @@ impl<'o> Auditor<'o> {
                         err.to_string(),
                     );
                 }
-                keys.apply(e);
+                let _ = folded.apply_partial(e);
                 continue;
             }
-            if let Some(reason) = role_violation(&keys, e) {
+            if let Some(reason) = role_violation(&folded.keys, e) {
                 let kind = if reason.starts_with("no registration") {
                     if !missing_reported.insert(e.author) {
-                        keys.apply(e);
+                        let _ = folded.apply_partial(e);
                         continue;
                     }
                     FindingKind::MissingContext
@@ -1108,7 +1112,7 @@ impl<'o> Auditor<'o> {
                     format!("{} by {}: {reason}", e.kind, hex::encode(e.author)),
                 );
             }
-            keys.apply(e);
+            let _ = folded.apply_partial(e);
         }
     }
 
@@ -1206,7 +1210,8 @@ impl<'o> Auditor<'o> {
         // What the carried events say about evidence content.
         let mut fold = LedgerState::default();
         for c in carried {
-            fold.apply(&c.event);
+            // Events whose context is not carried fold nothing.
+            let _ = fold.apply_partial(&c.event);
         }
         let expected = expected_blobs(&fold.domain.oids);
         let purged = removed_blobs(&fold.domain.oids);

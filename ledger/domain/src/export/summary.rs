@@ -76,7 +76,9 @@ impl SummaryBuilder {
             _ => self.ranges.push([event.seq, event.seq]),
         }
         *self.kinds.entry(event.kind.clone()).or_default() += 1;
-        self.state.apply(event);
+        // Carried events whose context is not carried fold nothing; both
+        // sides of an audit fold the same way.
+        let _ = self.state.apply_partial(event);
     }
 
     /// The state folded so far.

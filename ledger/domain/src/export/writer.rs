@@ -8,7 +8,6 @@ use std::path::Path;
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
-use crate::authority::GENESIS;
 use crate::blobs::BlobDigest;
 use crate::checkpoint;
 use crate::domain::kinds::EVIDENCE_REGISTERED;
@@ -16,6 +15,7 @@ use crate::domain::oid;
 use crate::domain::payloads::task_key;
 use crate::domain::{OidRegistry, OidState};
 use crate::event::Event;
+use crate::kind::names::GENESIS;
 use crate::merkle::Hash;
 use crate::state::LedgerState;
 
@@ -223,7 +223,8 @@ pub fn build(
     if options.with_blobs {
         let mut fold = LedgerState::default();
         for (_, e) in carried.values() {
-            fold.apply(e);
+            // Carried events whose context is not carried fold nothing.
+            let _ = fold.apply_partial(e);
         }
         for (oid, rec) in &fold.domain.oids.oids {
             let Some(d) = format::parse_hash(&rec.sha256) else {

@@ -1,9 +1,10 @@
 //! Admission of the retention kinds: may this statement be appended now?
 //!
-//! Pure: reads only the [`LedgerState`] and the [`AdmitContext`], never the
+//! Pure: reads only the state ([`View`]) and the [`AdmitContext`], never the
 //! clock or the disk, because replay re-runs it for every event. The core
 //! has already checked the signature and the role (`retention.policy_set`:
-//! admin; every other retention kind: custodian).
+//! admin; every other retention kind: custodian), and the payload is
+//! decoded (its schema holds).
 //!
 //! `evidence.expired` is admitted only when the expiry rules
 //! ([`super::rules`]) say the OID's content has expired **at the
@@ -13,43 +14,20 @@
 //! the policy in force sets `allow_future_sweeps`: nobody can expire content
 //! early by claiming a future time.
 
-use crate::domain::payloads::ms_to_rfc3339;
-use crate::domain::{OidRecord, OidState};
 use crate::error::{LedgerError, Result};
-use crate::event::Statement;
-use crate::state::{AdmitContext, LedgerState};
+use crate::oids::{OidRecord, OidState, Removal};
+use crate::schema::ms_to_rfc3339;
+use docket_log::machine::AdmitContext;
 
+use super::View;
 use super::classes;
 use super::kinds;
-use super::payloads;
+use super::payloads::{Expired, Pinned, Reclassified, Redacted, Unpinned};
 use super::rules::{self, Decision};
 use super::state::current_sha256;
 
-/// Decides whether a retention statement may be appended at `ctx`.
-pub fn admit(state: &LedgerState, stmt: &Statement, ctx: &AdmitContext) -> Result<()> {
-    match stmt.kind.as_str() {
-        kinds::POLICY_SET => payloads::policy_set(&stmt.payload).map(|_| ()),
-        kinds::PINNED => admit_pin(state, stmt),
-        kinds::UNPINNED => admit_unpin(state, stmt),
-        kinds::RECLASSIFIED => admit_reclassify(state, stmt),
-        kinds::REDACTED => admit_redaction(state, stmt),
-        kinds::SWEEP => admit_sweep(state, stmt, ctx),
-        kinds::EXPIRED => admit_expiry(state, stmt, ctx),
-        other => Err(LedgerError::FailedPrecondition(format!(
-            "kind {other} is not a retention kind"
-        ))),
-    }
-}
-
-fn record<'s>(state: &'s LedgerState, oid: &str) -> Result<&'s OidRecord> {
-    state
-        .domain
-        .oids
-        .oids
-        .get(oid)
-        .ok_or_else(|| LedgerError::NotFound {
-            what: format!("evidence OID {oid}"),
-        })
+fn record<'s>(state: View<'s>, oid: &str) -> Result<&'s OidRecord> {
+    state.oids.record(oid)
 }
 
 /// Refuses an action on content that already expired.
@@ -60,7 +38,7 @@ fn not_expired(oid: &str, record: &OidRecord, action: &str) -> Result<()> {
     let why = record
         .removal
         .as_ref()
-        .map(crate::domain::projections::Removal::describe)
+        .map(Removal::describe)
         .unwrap_or_default();
     Err(LedgerError::FailedPrecondition(format!(
         "the content of {oid} expired{why}: nothing to {action}"
@@ -69,7 +47,7 @@ fn not_expired(oid: &str, record: &OidRecord, action: &str) -> Result<()> {
 
 /// A stated time may not be after the event's ledger time unless the policy
 /// allows future sweeps.
-fn check_clock(state: &LedgerState, stated_ms: u64, ctx: &AdmitContext, what: &str) -> Result<()> {
+fn check_clock(state: View<'_>, stated_ms: u64, ctx: &AdmitContext, what: &str) -> Result<()> {
     if stated_ms <= ctx.recorded_at_ms || state.retention.policy().allow_future_sweeps {
         return Ok(());
     }
@@ -80,8 +58,9 @@ fn check_clock(state: &LedgerState, stated_ms: u64, ctx: &AdmitContext, what: &s
     )))
 }
 
-fn admit_pin(state: &LedgerState, stmt: &Statement) -> Result<()> {
-    let p = payloads::pinned(&stmt.payload)?;
+/// `retention.pinned`: a registered OID whose content has not expired and
+/// that is not pinned yet.
+pub fn admit_pin(state: View<'_>, p: &Pinned) -> Result<()> {
     let r = record(state, &p.oid)?;
     not_expired(&p.oid, r, "pin")?;
     if r.pinned {
@@ -97,8 +76,9 @@ fn admit_pin(state: &LedgerState, stmt: &Statement) -> Result<()> {
     Ok(())
 }
 
-fn admit_unpin(state: &LedgerState, stmt: &Statement) -> Result<()> {
-    let p = payloads::unpinned(&stmt.payload)?;
+/// `retention.unpinned`: a pinned OID; a fallback class only for an OID
+/// whose class is `pinned`.
+pub fn admit_unpin(state: View<'_>, p: &Unpinned) -> Result<()> {
     let r = record(state, &p.oid)?;
     if !r.pinned {
         return Err(LedgerError::FailedPrecondition(format!(
@@ -118,8 +98,8 @@ fn admit_unpin(state: &LedgerState, stmt: &Statement) -> Result<()> {
     Ok(())
 }
 
-fn admit_reclassify(state: &LedgerState, stmt: &Statement) -> Result<()> {
-    let p = payloads::reclassified(&stmt.payload)?;
+/// `retention.reclassified`: an OID with content, moved to another class.
+pub fn admit_reclassify(state: View<'_>, p: &Reclassified) -> Result<()> {
     let r = record(state, &p.oid)?;
     not_expired(&p.oid, r, "reclassify")?;
     if r.retention_class == p.class {
@@ -131,11 +111,12 @@ fn admit_reclassify(state: &LedgerState, stmt: &Statement) -> Result<()> {
     Ok(())
 }
 
-fn admit_redaction(state: &LedgerState, stmt: &Statement) -> Result<()> {
-    let p = payloads::redacted(&stmt.payload)?;
+/// `retention.redacted`: an OID with content, replacing exactly the content
+/// it holds now.
+pub fn admit_redaction(state: View<'_>, p: &Redacted) -> Result<()> {
     let r = record(state, &p.oid)?;
     not_expired(&p.oid, r, "redact")?;
-    let current = current_sha256(r, &state.retention, &p.oid).unwrap_or_default();
+    let current = current_sha256(r, state.retention, &p.oid).unwrap_or_default();
     if current != p.original_sha256 {
         return Err(LedgerError::FailedPrecondition(format!(
             "the content {} holds now is {current}, not original_sha256 {}",
@@ -145,16 +126,19 @@ fn admit_redaction(state: &LedgerState, stmt: &Statement) -> Result<()> {
     Ok(())
 }
 
-fn admit_sweep(state: &LedgerState, stmt: &Statement, ctx: &AdmitContext) -> Result<()> {
-    let (_, now) = payloads::sweep(&stmt.payload)?;
-    if let Some(now) = now {
+/// `retention.sweep`: its `now` is not after the ledger clock (unless the
+/// policy allows future sweeps).
+pub fn admit_sweep(state: View<'_>, ctx: &AdmitContext, now_ms: Option<u64>) -> Result<()> {
+    if let Some(now) = now_ms {
         check_clock(state, now, ctx, "the sweep's now")?;
     }
     Ok(())
 }
 
-fn admit_expiry(state: &LedgerState, stmt: &Statement, ctx: &AdmitContext) -> Result<()> {
-    let p = payloads::expired(&stmt.payload)?;
+/// `evidence.expired`: the rules expire the OID's content at the payload's
+/// `as_of_ms` (which may not be after the ledger clock), and the sweep it
+/// names (if any) decided at that same time.
+pub fn admit_expiry(state: View<'_>, ctx: &AdmitContext, p: &Expired) -> Result<()> {
     let r = record(state, &p.oid)?;
     if let Some(seq) = p.sweep_seq {
         let Some(sweep) = state.retention.sweeps.get(&seq) else {

@@ -1,4 +1,4 @@
-//! Retention: records are forever, content expires.
+//! The retention aggregate: records are forever, content expires.
 //!
 //! Evidence content (blobs) is kept for as long as its retention class says
 //! and then deleted; the log keeps every event and every digest, so proofs
@@ -9,55 +9,65 @@
 //!   default; days per class and the count limit;
 //! - [`payloads`]: the payload schemas of the retention kinds;
 //! - [`state`]: the `retention` projection (policy in force, pins,
-//!   redactions, sweeps) and the fold, which also updates the OID registry
-//!   (`state`, `pinned`, `retention_class`, `removal` of each OID);
+//!   redactions, sweeps) and the folds, which also move the OID registry's
+//!   retention fields (`state`, `pinned`, `retention_class`, `removal`);
 //! - [`admit`]: pure admission of the retention kinds (an `evidence.expired`
 //!   is admitted only when the rules say the OID has expired);
 //! - [`rules`]: the pure expiry rules and the sweep plan (`now` is always a
 //!   parameter, never read inside the rules);
 //! - [`status`]: the pure retention summary;
 //! - [`redact`]: the secret scanner behind `docket retention redact --auto`;
-//! - [`service`]: the operations that also touch the disk, as methods on
-//!   [`crate::domain::Docket`]: sweeps (event first, then deletion),
-//!   reconciliation after a crash, redaction, status, the periodic sweeper.
+//! - [`reports`]: what sweeps, reconciliations and redactions report;
+//! - [`sweeper`]: the periodic sweep loop (for servers).
 //!
+//! Retention depends on the evidence aggregate ([`crate::oids`]) and reads
+//! the tasks ([`crate::tasks`], for the count limit); neither depends on
+//! it. The operations that touch the disk (sweeps, reconciliation after a
+//! crash, redaction) are the service's: `crate::domain::retention_service`.
 //! The rules, payloads and crash-safety argument are in `docs/RETENTION.md`.
 
 pub mod admit;
 pub mod payloads;
 pub mod policy;
 pub mod redact;
+pub mod reports;
 pub mod rules;
-pub mod service;
 pub mod state;
 pub mod status;
+pub mod sweeper;
 
 use crate::error::{LedgerError, Result};
-use crate::event::{Event, Statement};
-use crate::state::{AdmitContext, LedgerState};
+use crate::oids::OidRegistry;
+use crate::tasks::VerdictsProjection;
 
 pub use policy::Policy;
+pub use reports::{
+    DEFAULT_GRACE_MS, DeletedBlob, ExpiredOid, ReconcileReport, RedactOutcome, SkippedOid,
+    SweepOptions, SweepReport,
+};
 pub use rules::{Decision, Keep, SweepPlan};
-pub use service::{ReconcileReport, RedactOutcome, SweepOptions, SweepReport, Sweeper};
 pub use state::RetentionState;
 pub use status::RetentionStatus;
+pub use sweeper::{PeriodicSweep, Sweeper};
 
-/// Event kinds of retention.
+/// Event kinds of retention (their one spelling is [`crate::kind::names`]).
 pub mod kinds {
+    use crate::kind::names;
+
     /// The retention policy (admin).
-    pub const POLICY_SET: &str = "retention.policy_set";
+    pub const POLICY_SET: &str = names::RETENTION_POLICY_SET;
     /// Pin an OID: its content is kept until unpinned (custodian).
-    pub const PINNED: &str = "retention.pinned";
+    pub const PINNED: &str = names::RETENTION_PINNED;
     /// Unpin an OID (custodian).
-    pub const UNPINNED: &str = "retention.unpinned";
+    pub const UNPINNED: &str = names::RETENTION_UNPINNED;
     /// Move an OID to another class (custodian).
-    pub const RECLASSIFIED: &str = "retention.reclassified";
+    pub const RECLASSIFIED: &str = names::RETENTION_RECLASSIFIED;
     /// Replace an OID's content by a redacted version (custodian).
-    pub const REDACTED: &str = "retention.redacted";
+    pub const REDACTED: &str = names::RETENTION_REDACTED;
     /// A sweep: the time its decisions are made at (custodian).
-    pub const SWEEP: &str = "retention.sweep";
+    pub const SWEEP: &str = names::RETENTION_SWEEP;
     /// One OID's content expired (custodian).
-    pub const EXPIRED: &str = "evidence.expired";
+    pub const EXPIRED: &str = names::EVIDENCE_EXPIRED;
 
     /// Every retention kind.
     pub const ALL: [&str; 7] = [
@@ -72,42 +82,33 @@ pub mod kinds {
 }
 
 /// Retention classes.
-pub mod classes {
-    pub const ROUTINE: &str = "routine";
-    pub const HIGH_IMPACT: &str = "high_impact";
-    pub const PINNED: &str = "pinned";
-    /// Every class, in display order.
-    pub const ALL: [&str; 3] = [ROUTINE, HIGH_IMPACT, PINNED];
-}
+pub use crate::schema::classes;
 
 /// Snapshot name of the retention projection (`DATA/snapshots/retention`).
 pub const SNAPSHOT_NAME: &str = "retention";
 
-/// Whether `kind` is one of the retention kinds.
-pub fn is_retention_kind(kind: &str) -> bool {
-    kinds::ALL.contains(&kind)
-}
-
-/// Admission of a retention statement at `ctx` (pure).
-pub fn admit(state: &LedgerState, stmt: &Statement, ctx: &AdmitContext) -> Result<()> {
-    admit::admit(state, stmt, ctx)
-}
-
-/// Folds a retention event (pure; unknown kinds are ignored).
-pub fn apply(state: &mut LedgerState, event: &Event) {
-    state::apply(state, event);
+/// What the retention rules read: the OID registry, the tasks (the count
+/// limit keeps the evidence of their last submissions) and retention's own
+/// projection. `LedgerState` converts into it (`View::from(&state)`), so
+/// every function here takes `impl Into<View>`.
+#[derive(Debug, Clone, Copy)]
+pub struct View<'a> {
+    /// Events folded in (the state's next sequence number).
+    pub applied: u64,
+    pub tasks: &'a VerdictsProjection,
+    pub oids: &'a OidRegistry,
+    pub retention: &'a RetentionState,
 }
 
 /// Canonical snapshot bytes of the retention projection.
-pub fn snapshot(state: &LedgerState) -> Vec<u8> {
+pub fn snapshot(retention: &RetentionState) -> Vec<u8> {
     // Invariant: the projection holds maps with string or integer keys,
     // strings, integers and bools; serde_json cannot fail on them.
-    serde_json::to_vec(&state.retention).expect("retention state serialises")
+    serde_json::to_vec(retention).expect("retention state serialises")
 }
 
-/// Restores the retention projection from its snapshot bytes.
-pub fn restore(state: &mut LedgerState, bytes: &[u8]) -> Result<()> {
-    state.retention = serde_json::from_slice(bytes)
-        .map_err(|e| LedgerError::corrupt(format!("snapshot {SNAPSHOT_NAME}"), e.to_string()))?;
-    Ok(())
+/// Parses the retention projection's snapshot bytes.
+pub fn restore(bytes: &[u8]) -> Result<RetentionState> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| LedgerError::corrupt(format!("snapshot {SNAPSHOT_NAME}"), e.to_string()))
 }

@@ -5,9 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::oid;
-use crate::domain::payloads::{Fields, finish, is_sha256_hex, json_object};
-use crate::error::{LedgerError, Result};
+use crate::error::Result;
+use crate::oids::is_oid;
+use crate::schema::{Fields, decode_checked, finish, is_sha256_hex, json_object};
 
 use super::classes;
 use super::kinds;
@@ -143,16 +143,9 @@ pub struct Expired {
     pub reason: Option<String>,
 }
 
-fn decode<T: serde::de::DeserializeOwned>(what: &str, payload: &[u8]) -> Result<T> {
-    serde_json::from_slice(payload).map_err(|e| LedgerError::Invalid {
-        what: what.to_string(),
-        violations: vec![e.to_string()],
-    })
-}
-
 fn oid_field(f: &mut Fields<'_>) {
     if let Some(o) = f.str("oid", true)
-        && !oid::is_oid(o)
+        && !is_oid(o)
     {
         f.violate(
             "oid",
@@ -196,7 +189,7 @@ pub fn policy_set(payload: &[u8]) -> Result<PolicySet> {
     f.bool("allow_future_sweeps", false);
     f.text("note", false, MAX_REASON);
     finish(WHAT, f.violations)?;
-    let p: PolicySet = decode(WHAT, payload)?;
+    let p: PolicySet = decode_checked(WHAT, map)?;
     finish(WHAT, p.policy().violations())?;
     Ok(p)
 }
@@ -210,7 +203,7 @@ pub fn pinned(payload: &[u8]) -> Result<Pinned> {
     oid_field(&mut f);
     f.text("reason", false, MAX_REASON);
     finish(WHAT, f.violations)?;
-    decode(WHAT, payload)
+    decode_checked(WHAT, map)
 }
 
 /// Validates and decodes a `retention.unpinned` payload.
@@ -228,7 +221,7 @@ pub fn unpinned(payload: &[u8]) -> Result<Unpinned> {
     );
     f.text("reason", false, MAX_REASON);
     finish(WHAT, f.violations)?;
-    decode(WHAT, payload)
+    decode_checked(WHAT, map)
 }
 
 /// Validates and decodes a `retention.reclassified` payload.
@@ -241,7 +234,7 @@ pub fn reclassified(payload: &[u8]) -> Result<Reclassified> {
     class_field(&mut f, "class", true, &classes::ALL);
     f.text("reason", false, MAX_REASON);
     finish(WHAT, f.violations)?;
-    decode(WHAT, payload)
+    decode_checked(WHAT, map)
 }
 
 /// Validates and decodes a `retention.redacted` payload.
@@ -295,7 +288,7 @@ pub fn redacted(payload: &[u8]) -> Result<Redacted> {
         Some(_) => f.violate("findings", "must be an array"),
     }
     finish(WHAT, f.violations)?;
-    decode(WHAT, payload)
+    decode_checked(WHAT, map)
 }
 
 /// Validates and decodes a `retention.sweep` payload; returns it with its
@@ -318,7 +311,7 @@ pub fn sweep(payload: &[u8]) -> Result<(Sweep, Option<u64>)> {
     };
     f.text("note", false, MAX_REASON);
     finish(WHAT, f.violations)?;
-    Ok((decode(WHAT, payload)?, now_ms))
+    Ok((decode_checked(WHAT, map)?, now_ms))
 }
 
 /// Validates and decodes an `evidence.expired` payload.
@@ -332,7 +325,7 @@ pub fn expired(payload: &[u8]) -> Result<Expired> {
     f.u64("sweep_seq", false);
     f.text("reason", false, MAX_REASON);
     finish(WHAT, f.violations)?;
-    decode(WHAT, payload)
+    decode_checked(WHAT, map)
 }
 
 /// Serialises a payload (plain data; cannot fail).
@@ -345,6 +338,7 @@ pub fn to_bytes<T: Serialize>(payload: &T) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::LedgerError;
 
     const OID: &str = "01KGCV31W0C42YQHMVAT6FSR1H";
 

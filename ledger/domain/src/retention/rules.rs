@@ -21,10 +21,10 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::domain::payloads::ms_to_rfc3339;
-use crate::domain::{OidRecord, OidState};
-use crate::state::LedgerState;
+use crate::oids::{OidRecord, OidState};
+use crate::schema::ms_to_rfc3339;
 
+use super::View;
 use super::policy::Policy;
 use super::state::{current_sha256, current_size};
 
@@ -105,11 +105,16 @@ pub fn decide_record(
 
 /// The newest of the last `n` submissions of `record`'s task that names
 /// `oid` (None when `n` is 0 or none does).
-pub fn count_hold(state: &LedgerState, oid: &str, record: &OidRecord, n: u32) -> Option<u64> {
+pub fn count_hold<'a>(
+    state: impl Into<View<'a>>,
+    oid: &str,
+    record: &OidRecord,
+    n: u32,
+) -> Option<u64> {
     if n == 0 {
         return None;
     }
-    let task = state.domain.verdicts.tasks.get(&record.task_id)?;
+    let task = state.into().tasks.tasks.get(&record.task_id)?;
     task.submissions
         .iter()
         .rev()
@@ -120,8 +125,9 @@ pub fn count_hold(state: &LedgerState, oid: &str, record: &OidRecord, n: u32) ->
 
 /// The decision for `oid` at `now_ms` under the policy in force (None for
 /// an unknown OID).
-pub fn decide(state: &LedgerState, oid: &str, now_ms: u64) -> Option<Decision> {
-    let record = state.domain.oids.oids.get(oid)?;
+pub fn decide<'a>(state: impl Into<View<'a>>, oid: &str, now_ms: u64) -> Option<Decision> {
+    let state = state.into();
+    let record = state.oids.oids.get(oid)?;
     let policy = state.retention.policy();
     let hold = count_hold(state, oid, record, policy.keep_last_submissions);
     let pin_seq = state.retention.pins.get(oid).map(|p| p.seq);
@@ -130,12 +136,12 @@ pub fn decide(state: &LedgerState, oid: &str, now_ms: u64) -> Option<Decision> {
 
 /// Every OID held by the count limit: OID → the newest submission naming it
 /// among the last `n` of its task.
-pub fn count_holds(state: &LedgerState, n: u32) -> HashMap<&str, u64> {
+pub fn count_holds<'a>(state: impl Into<View<'a>>, n: u32) -> HashMap<&'a str, u64> {
     let mut out = HashMap::new();
     if n == 0 {
         return out;
     }
-    for task in state.domain.verdicts.tasks.values() {
+    for task in state.into().tasks.tasks.values() {
         // Newest first, so the first insert is the newest submission.
         for s in task.submissions.iter().rev().take(n as usize) {
             for o in &s.evidence_oids {
@@ -188,7 +194,8 @@ pub struct SweepPlan {
 }
 
 /// Decides every OID at `now_ms` (one pass over the registry).
-pub fn plan(state: &LedgerState, now_ms: u64) -> SweepPlan {
+pub fn plan<'a>(state: impl Into<View<'a>>, now_ms: u64) -> SweepPlan {
+    let state = state.into();
     let policy = state.retention.policy();
     let holds = count_holds(state, policy.keep_last_submissions);
     let mut out = SweepPlan {
@@ -200,7 +207,7 @@ pub fn plan(state: &LedgerState, now_ms: u64) -> SweepPlan {
         kept_count_limit: 0,
         kept_within_class: 0,
     };
-    for (oid, record) in &state.domain.oids.oids {
+    for (oid, record) in &state.oids.oids {
         if record.state == OidState::Expired {
             continue;
         }
@@ -221,7 +228,7 @@ pub fn plan(state: &LedgerState, now_ms: u64) -> SweepPlan {
                 task_id: record.task_id.clone(),
                 registered_at_ms: record.registered_at_ms,
                 expires_at_ms,
-                sha256: current_sha256(record, &state.retention, oid)
+                sha256: current_sha256(record, state.retention, oid)
                     .unwrap_or_default()
                     .to_string(),
                 size: current_size(record).unwrap_or(0),

@@ -1,24 +1,23 @@
-//! The `retention` projection and the fold of the retention kinds.
+//! The `retention` projection and the folds of the retention kinds.
 //!
-//! The fold also updates the domain's OID registry, which already carries
-//! the fields retention owns: `retention_class`, `pinned`, `state` and
-//! `removal` (the event that removed the original content). Pure: no
-//! clock, no disk; `BTreeMap`s throughout so the snapshot is canonical JSON.
+//! The folds also move the OID registry's retention fields
+//! ([`crate::oids::OidRecord`]: `retention_class`, `pinned`, `state` and
+//! `removal`, the event that removed the original content). Pure: no clock,
+//! no disk; `BTreeMap`s throughout so the snapshot is canonical JSON. Every
+//! fold takes its decoded payload; one that names an OID the registry does
+//! not hold is an event that was never admitted (`Corrupt`).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::projections::Removal;
-use crate::domain::{OidRecord, OidState};
+use crate::error::Result;
 use crate::event::Event;
-use crate::state::LedgerState;
+use crate::oids::{OidRecord, OidRegistry, OidState, Removal};
+use crate::tasks::VerdictsProjection;
 
 use super::classes;
-use super::kinds;
-use super::payloads::{
-    Expired, FindingRef, Pinned, PolicySet, Reclassified, Redacted, Sweep, Unpinned,
-};
+use super::payloads::{Expired, FindingRef, Pinned, PolicySet, Reclassified, Redacted, Unpinned};
 use super::policy::Policy;
 
 /// The policy event in force.
@@ -120,152 +119,161 @@ pub fn current_size(record: &OidRecord) -> Option<u64> {
     }
 }
 
-fn parse<'a, T: Deserialize<'a>>(event: &'a Event) -> Option<T> {
-    serde_json::from_slice(&event.payload).ok()
+fn by(event: &Event) -> String {
+    hex::encode(event.author)
 }
 
-/// Folds one retention event. Never fails: a payload that does not decode
-/// or names an unknown OID (impossible after admission) is ignored.
-pub fn apply(state: &mut LedgerState, event: &Event) {
-    let by = || hex::encode(event.author);
-    let retention = &mut state.retention;
-    let oids = &mut state.domain.oids.oids;
-    match event.kind.as_str() {
-        kinds::POLICY_SET => {
-            if let Some(p) = parse::<PolicySet>(event) {
-                retention.policy = Some(PolicyRecord {
-                    seq: event.seq,
-                    at_ms: event.recorded_at_ms,
-                    by: by(),
-                    policy: p.policy(),
-                });
-            }
-        }
-        kinds::PINNED => {
-            let Some(p) = parse::<Pinned>(event) else {
-                return;
-            };
-            let Some(r) = oids.get_mut(&p.oid) else {
-                return;
-            };
-            r.pinned = true;
-            retention.pins.insert(
-                p.oid,
-                PinInfo {
-                    seq: event.seq,
-                    at_ms: event.recorded_at_ms,
-                    by: by(),
-                    reason: p.reason,
-                },
-            );
-        }
-        kinds::UNPINNED => {
-            let Some(p) = parse::<Unpinned>(event) else {
-                return;
-            };
-            let Some(r) = oids.get_mut(&p.oid) else {
-                return;
-            };
-            retention.pins.remove(&p.oid);
-            if r.retention_class == classes::PINNED {
-                let task_class = state
-                    .domain
-                    .verdicts
-                    .tasks
-                    .get(&r.task_id)
-                    .map(|t| t.contract.retention_class.as_str())
-                    .filter(|c| *c != classes::PINNED);
-                r.retention_class = p
-                    .class
-                    .as_deref()
-                    .or(task_class)
-                    .unwrap_or(classes::ROUTINE)
-                    .to_string();
-            }
-            r.pinned = false;
-        }
-        kinds::RECLASSIFIED => {
-            let Some(p) = parse::<Reclassified>(event) else {
-                return;
-            };
-            let Some(r) = oids.get_mut(&p.oid) else {
-                return;
-            };
-            r.pinned = p.class == classes::PINNED || retention.pins.contains_key(&p.oid);
-            r.retention_class = p.class;
-        }
-        kinds::REDACTED => {
-            let Some(p) = parse::<Redacted>(event) else {
-                return;
-            };
-            let Some(r) = oids.get_mut(&p.oid) else {
-                return;
-            };
-            r.state = OidState::Redacted;
-            r.removal = Some(Removal {
-                seq: event.seq,
-                at_ms: event.recorded_at_ms,
-                reason: p.reason.clone(),
-                redacted_sha256: Some(p.redacted_sha256.clone()),
-                redacted_size: Some(p.redacted_size),
-            });
-            retention
-                .redactions
-                .entry(p.oid)
-                .or_default()
-                .push(RedactionInfo {
-                    seq: event.seq,
-                    at_ms: event.recorded_at_ms,
-                    by: by(),
-                    original_sha256: p.original_sha256,
-                    redacted_sha256: p.redacted_sha256,
-                    redacted_size: p.redacted_size,
-                    reason: p.reason,
-                    findings: p.findings,
-                });
-        }
-        kinds::SWEEP => {
-            let Some(p) = parse::<Sweep>(event) else {
-                return;
-            };
-            let as_of_ms = p
-                .now
-                .as_deref()
-                .and_then(crate::domain::payloads::rfc3339_ms)
-                .and_then(|t| u64::try_from(t).ok())
-                .unwrap_or(event.recorded_at_ms);
-            retention.sweeps.insert(
-                event.seq,
-                SweepInfo {
-                    at_ms: event.recorded_at_ms,
-                    as_of_ms,
-                    by: by(),
-                    expired: 0,
-                },
-            );
-        }
-        kinds::EXPIRED => {
-            let Some(p) = parse::<Expired>(event) else {
-                return;
-            };
-            let Some(r) = oids.get_mut(&p.oid) else {
-                return;
-            };
-            let reason = p.reason.unwrap_or_else(|| {
-                format!("expired under the {} retention class", r.retention_class)
-            });
-            r.state = OidState::Expired;
-            r.removal = Some(Removal {
-                seq: event.seq,
-                at_ms: event.recorded_at_ms,
-                reason,
-                redacted_sha256: None,
-                redacted_size: None,
-            });
-            if let Some(s) = p.sweep_seq.and_then(|s| retention.sweeps.get_mut(&s)) {
-                s.expired += 1;
-            }
-        }
-        _ => {}
+/// Folds `retention.policy_set`: the policy from this event on.
+pub fn fold_policy(retention: &mut RetentionState, event: &Event, p: &PolicySet) -> Result<()> {
+    retention.policy = Some(PolicyRecord {
+        seq: event.seq,
+        at_ms: event.recorded_at_ms,
+        by: by(event),
+        policy: p.policy(),
+    });
+    Ok(())
+}
+
+/// Folds `retention.pinned`: the OID is kept until unpinned.
+pub fn fold_pinned(
+    oids: &mut OidRegistry,
+    retention: &mut RetentionState,
+    event: &Event,
+    p: &Pinned,
+) -> Result<()> {
+    let r = oids.record_for_fold(&p.oid, event)?;
+    r.pinned = true;
+    retention.pins.insert(
+        p.oid.clone(),
+        PinInfo {
+            seq: event.seq,
+            at_ms: event.recorded_at_ms,
+            by: by(event),
+            reason: p.reason.clone(),
+        },
+    );
+    Ok(())
+}
+
+/// Folds `retention.unpinned`: an OID of class `pinned` falls back to the
+/// payload's class, else its task's (unless that is `pinned`), else
+/// `routine`.
+pub fn fold_unpinned(
+    tasks: &VerdictsProjection,
+    oids: &mut OidRegistry,
+    retention: &mut RetentionState,
+    event: &Event,
+    p: &Unpinned,
+) -> Result<()> {
+    let r = oids.record_for_fold(&p.oid, event)?;
+    retention.pins.remove(&p.oid);
+    if r.retention_class == classes::PINNED {
+        let task_class = tasks
+            .tasks
+            .get(&r.task_id)
+            .map(|t| t.contract.retention_class.as_str())
+            .filter(|c| *c != classes::PINNED);
+        r.retention_class = p
+            .class
+            .as_deref()
+            .or(task_class)
+            .unwrap_or(classes::ROUTINE)
+            .to_string();
     }
+    r.pinned = false;
+    Ok(())
+}
+
+/// Folds `retention.reclassified`: the OID's new class (pinned when the
+/// class is `pinned` or an explicit pin holds it).
+pub fn fold_reclassified(
+    oids: &mut OidRegistry,
+    retention: &RetentionState,
+    event: &Event,
+    p: &Reclassified,
+) -> Result<()> {
+    let r = oids.record_for_fold(&p.oid, event)?;
+    r.pinned = p.class == classes::PINNED || retention.pins.contains_key(&p.oid);
+    r.retention_class = p.class.clone();
+    Ok(())
+}
+
+/// Folds `retention.redacted`: the OID now holds the redacted version.
+pub fn fold_redacted(
+    oids: &mut OidRegistry,
+    retention: &mut RetentionState,
+    event: &Event,
+    p: &Redacted,
+) -> Result<()> {
+    let r = oids.record_for_fold(&p.oid, event)?;
+    r.state = OidState::Redacted;
+    r.removal = Some(Removal {
+        seq: event.seq,
+        at_ms: event.recorded_at_ms,
+        reason: p.reason.clone(),
+        redacted_sha256: Some(p.redacted_sha256.clone()),
+        redacted_size: Some(p.redacted_size),
+    });
+    retention
+        .redactions
+        .entry(p.oid.clone())
+        .or_default()
+        .push(RedactionInfo {
+            seq: event.seq,
+            at_ms: event.recorded_at_ms,
+            by: by(event),
+            original_sha256: p.original_sha256.clone(),
+            redacted_sha256: p.redacted_sha256.clone(),
+            redacted_size: p.redacted_size,
+            reason: p.reason.clone(),
+            findings: p.findings.clone(),
+        });
+    Ok(())
+}
+
+/// Folds `retention.sweep`: decisions are made at its `now` (Unix ms, when
+/// stated), else at its ledger time.
+pub fn fold_sweep(
+    retention: &mut RetentionState,
+    event: &Event,
+    now_ms: Option<u64>,
+) -> Result<()> {
+    retention.sweeps.insert(
+        event.seq,
+        SweepInfo {
+            at_ms: event.recorded_at_ms,
+            as_of_ms: now_ms.unwrap_or(event.recorded_at_ms),
+            by: by(event),
+            expired: 0,
+        },
+    );
+    Ok(())
+}
+
+/// Folds `evidence.expired`: the OID's content is gone; the sweep it names
+/// (if any) counts it.
+pub fn fold_expired(
+    oids: &mut OidRegistry,
+    retention: &mut RetentionState,
+    event: &Event,
+    p: &Expired,
+) -> Result<()> {
+    let r = oids.record_for_fold(&p.oid, event)?;
+    let reason = p
+        .reason
+        .clone()
+        .unwrap_or_else(|| format!("expired under the {} retention class", r.retention_class));
+    r.state = OidState::Expired;
+    r.removal = Some(Removal {
+        seq: event.seq,
+        at_ms: event.recorded_at_ms,
+        reason,
+        redacted_sha256: None,
+        redacted_size: None,
+    });
+    // Admission guarantees the sweep; a partial log may not carry it.
+    if let Some(s) = p.sweep_seq.and_then(|s| retention.sweeps.get_mut(&s)) {
+        s.expired += 1;
+    }
+    Ok(())
 }

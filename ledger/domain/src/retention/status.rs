@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use serde::Serialize;
 
-use crate::domain::OidState;
-use crate::domain::payloads::ms_to_rfc3339;
-use crate::state::LedgerState;
+use crate::oids::OidState;
+use crate::schema::ms_to_rfc3339;
 
+use super::View;
 use super::classes;
 use super::policy::Policy;
 use super::rules::{self, Decision, Keep};
@@ -136,7 +136,8 @@ pub struct RetentionStatus {
 }
 
 /// Summarises retention at `now_ms`, listing at most `limit` entries per list.
-pub fn status(state: &LedgerState, now_ms: u64, limit: usize) -> RetentionStatus {
+pub fn status<'a>(state: impl Into<View<'a>>, now_ms: u64, limit: usize) -> RetentionStatus {
+    let state = state.into();
     let policy = state.retention.policy();
     let holds = rules::count_holds(state, policy.keep_last_submissions);
     let mut by_class: BTreeMap<&str, ClassStats> = BTreeMap::new();
@@ -149,7 +150,7 @@ pub fn status(state: &LedgerState, now_ms: u64, limit: usize) -> RetentionStatus
     // Max-heap of the `limit` soonest expiries.
     let mut soonest: BinaryHeap<(u64, &str)> = BinaryHeap::new();
     let mut redacted: BinaryHeap<(u64, &str)> = BinaryHeap::new();
-    for (oid, r) in &state.domain.oids.oids {
+    for (oid, r) in &state.oids.oids {
         let stats = by_class
             .entry(r.retention_class.as_str())
             .or_insert_with(|| ClassStats {
@@ -219,7 +220,7 @@ pub fn status(state: &LedgerState, now_ms: u64, limit: usize) -> RetentionStatus
         .into_sorted_vec()
         .into_iter()
         .filter_map(|(t, oid)| {
-            let r = state.domain.oids.oids.get(oid)?;
+            let r = state.oids.oids.get(oid)?;
             Some(Upcoming {
                 oid: oid.to_string(),
                 class: r.retention_class.clone(),
@@ -235,7 +236,7 @@ pub fn status(state: &LedgerState, now_ms: u64, limit: usize) -> RetentionStatus
         .into_sorted_vec()
         .into_iter()
         .filter_map(|(_, oid)| {
-            let r = state.domain.oids.oids.get(oid)?;
+            let r = state.oids.oids.get(oid)?;
             let removal = r.removal.as_ref()?;
             Some(RemovedView {
                 oid: oid.to_string(),

@@ -1,5 +1,8 @@
 //! Retention operations that touch the disk, as methods on [`Docket`]:
-//! sweeps, reconciliation, redaction, status, and the periodic sweeper.
+//! sweeps, reconciliation, redaction, status; and [`Docket`] as the
+//! retention sweeper's [`PeriodicSweep`] (the sweeper is driven by time,
+//! not by events: it keeps no cursor). The pure rules, payloads and reports
+//! are the retention aggregate's ([`crate::retention`]).
 //!
 //! # Crash safety
 //!
@@ -34,36 +37,37 @@ use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard};
-use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Mutex, RwLock, RwLockReadGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use ed25519_dalek::SigningKey;
-use serde::Serialize;
 use ulid::Ulid;
 
 use crate::blobs::{VerifiedReader, parse_digest};
-use crate::domain::payloads::ms_to_rfc3339;
-use crate::domain::service::EvidenceView;
-use crate::domain::{AsOf, Docket, OidState};
 use crate::error::{LedgerError, Result};
 use crate::event::Statement;
 use crate::keys::Role;
 use crate::ledger::Receipt;
+use crate::oids::{OidState, Removal};
+use crate::retention::PeriodicSweep;
+use crate::retention::kinds;
+use crate::retention::payloads::{self, Expired, FindingRef, Redacted, Sweep};
+use crate::retention::reports::{
+    DEFAULT_GRACE_MS, DeletedBlob, ExpiredOid, ReconcileReport, RedactOutcome, SkippedOid,
+    SweepOptions, SweepReport,
+};
+use crate::retention::rules::{self, Planned};
+use crate::retention::state::current_sha256;
+use crate::retention::status::{self, PendingDeletion, RetentionStatus};
+use crate::schema::ms_to_rfc3339;
 use crate::state::LedgerState;
 use crate::store::sync_dir;
 
-use super::kinds;
-use super::payloads::{self, Expired, FindingRef, Redacted, Sweep};
-use super::policy::Policy;
-use super::rules::{self, Planned};
-use super::state::current_sha256;
-use super::status::{self, PendingDeletion, RetentionStatus};
+use super::query::AsOf;
+use super::service::{Docket, EvidenceView};
 
 /// Marker file of removals whose deletions may not have finished.
 pub const MARKER_FILE: &str = "retention.pending";
-/// Default grace period of fresh uploads of removed content (15 minutes).
-pub const DEFAULT_GRACE_MS: u64 = 15 * 60 * 1000;
 /// `evidence.expired` statements per group commit.
 const EXPIRY_CHUNK: usize = 1024;
 /// Blobs deleted per hold of the registration guard.
@@ -96,116 +100,6 @@ fn system_time_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
-}
-
-/// How a sweep runs.
-#[derive(Debug, Clone)]
-pub struct SweepOptions {
-    /// The time decisions are made at (Unix ms); None: the ledger clock
-    /// (wall clock, never before the last event).
-    pub now_ms: Option<u64>,
-    /// Decide and report only: append nothing, delete nothing.
-    pub dry_run: bool,
-    /// Append the `retention.sweep` event even when nothing expires
-    /// (default: true; the periodic sweeper turns it off).
-    pub record_empty: bool,
-    /// Fresh uploads of removed content younger than this are kept.
-    pub grace_ms: u64,
-    /// Delete content after the events (false simulates a crash between
-    /// the events and the deletions).
-    pub delete: bool,
-    /// Note on the `retention.sweep` event.
-    pub note: Option<String>,
-}
-
-impl Default for SweepOptions {
-    fn default() -> Self {
-        Self {
-            now_ms: None,
-            dry_run: false,
-            record_empty: true,
-            grace_ms: DEFAULT_GRACE_MS,
-            delete: true,
-            note: None,
-        }
-    }
-}
-
-/// One OID a sweep expired (or would expire).
-#[derive(Debug, Clone, Serialize)]
-pub struct ExpiredOid {
-    #[serde(flatten)]
-    pub planned: Planned,
-    /// Receipt of its `evidence.expired` event (None for a dry run).
-    pub receipt: Option<Receipt>,
-}
-
-/// An OID the plan expired but whose event the ledger refused (e.g. it was
-/// pinned in between).
-#[derive(Debug, Clone, Serialize)]
-pub struct SkippedOid {
-    pub oid: String,
-    pub error: String,
-}
-
-/// One deleted blob.
-#[derive(Debug, Clone, Serialize)]
-pub struct DeletedBlob {
-    pub sha256: String,
-    pub size: u64,
-}
-
-/// What reconciliation did.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ReconcileReport {
-    /// Digests of removed content no OID holds any more.
-    pub candidates: u64,
-    pub deleted: Vec<DeletedBlob>,
-    pub bytes_freed: u64,
-    /// Fresh uploads of removed content kept for their grace period.
-    pub deferred: Vec<String>,
-    /// Content a live OID needs that was deleted anyway: impossible through
-    /// [`Docket`]; an error is logged (re-upload the content to heal it).
-    pub lost: Vec<String>,
-}
-
-/// What a sweep did (or would do).
-#[derive(Debug, Clone, Serialize)]
-pub struct SweepReport {
-    pub dry_run: bool,
-    pub now_ms: u64,
-    pub now: String,
-    pub policy: Policy,
-    /// OIDs whose content was still held.
-    pub examined: u64,
-    pub kept_pinned: u64,
-    pub kept_count_limit: u64,
-    pub kept_within_class: u64,
-    /// Receipt of the `retention.sweep` event (None: dry run, or nothing to
-    /// do and not recorded).
-    pub sweep_receipt: Option<Receipt>,
-    pub expired: Vec<ExpiredOid>,
-    pub skipped: Vec<SkippedOid>,
-    /// Bytes of content deleted (for a dry run: that would be deleted).
-    pub bytes_freed: u64,
-    pub reconcile: Option<ReconcileReport>,
-}
-
-/// What a redaction did.
-#[derive(Debug, Clone, Serialize)]
-pub struct RedactOutcome {
-    pub oid: String,
-    pub receipt: Receipt,
-    pub original_sha256: String,
-    pub redacted_sha256: String,
-    pub redacted_size: u64,
-    pub findings: Vec<FindingRef>,
-    /// The original's blob is gone from the store.
-    pub original_deleted: bool,
-    /// Other OIDs holding the same original content (it stays for them:
-    /// redact them too).
-    pub original_still_needed_by: Vec<String>,
-    pub reconcile: ReconcileReport,
 }
 
 /// Digests of removed content, with the latest removal time of each, and
@@ -515,13 +409,16 @@ impl Docket {
             self.authorize_dry_run(&stmt)?;
             let now = stated_now.unwrap_or_else(|| self.ledger_clock_ms());
             let state = self.ledger().state();
-            let plan = rules::plan(&state, now);
+            let plan = rules::plan(&*state, now);
             let bytes = would_free(&state, &plan.expire);
             return Ok(report_from(plan, true, None, Vec::new(), bytes, None));
         }
         let first = {
             let state = self.ledger().state();
-            rules::plan(&state, stated_now.unwrap_or_else(|| self.ledger_clock_ms()))
+            rules::plan(
+                &*state,
+                stated_now.unwrap_or_else(|| self.ledger_clock_ms()),
+            )
         };
         let removals = !first.expire.is_empty();
         if !removals && !options.record_empty {
@@ -558,7 +455,7 @@ impl Docket {
         };
         let plan = {
             let state = self.ledger().state();
-            rules::plan(&state, now)
+            rules::plan(&*state, now)
         };
         if !plan.expire.is_empty() && !removals {
             self.begin_removals()?;
@@ -809,7 +706,7 @@ fn removed_error(view: &EvidenceView) -> LedgerError {
         .record
         .removal
         .as_ref()
-        .map(crate::domain::projections::Removal::describe)
+        .map(Removal::describe)
         .unwrap_or_default();
     LedgerError::FailedPrecondition(format!(
         "the content of {} was {}{why}",
@@ -875,79 +772,8 @@ fn report_from(
     }
 }
 
-/// Runs [`Docket::periodic_sweep`] on an interval on its own thread (for
-/// servers; the gRPC server may instead call `periodic_sweep` from its own
-/// timer). Stops when dropped.
-#[derive(Debug)]
-pub struct Sweeper {
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl Sweeper {
-    /// Sweeps every `every`, first after one interval.
-    pub fn spawn(docket: Docket, every: Duration) -> Result<Sweeper> {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let flag = Arc::clone(&stop);
-        let handle = std::thread::Builder::new()
-            .name("docket-sweeper".into())
-            .spawn(move || {
-                let (lock, cv) = &*flag;
-                loop {
-                    let guard = lock
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    let (guard, _) = cv
-                        .wait_timeout_while(guard, every, |stopped| !*stopped)
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if *guard {
-                        return;
-                    }
-                    drop(guard);
-                    match docket.periodic_sweep() {
-                        Ok(r) if !r.expired.is_empty() || !r.skipped.is_empty() => {
-                            tracing::info!(
-                                "retention sweep: {} expired, {} skipped, {} bytes freed",
-                                r.expired.len(),
-                                r.skipped.len(),
-                                r.bytes_freed
-                            );
-                        }
-                        Ok(_) => {}
-                        Err(LedgerError::Closed(_)) => return,
-                        Err(e) => tracing::warn!("retention sweep failed: {e}"),
-                    }
-                }
-            })
-            .map_err(|e| LedgerError::Io {
-                path: PathBuf::from("docket-sweeper thread"),
-                source: e,
-            })?;
-        Ok(Sweeper {
-            stop,
-            handle: Some(handle),
-        })
-    }
-
-    /// Stops the thread and waits for it (a sweep in progress finishes).
-    pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        let (lock, cv) = &*self.stop;
-        *lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
-        cv.notify_all();
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-impl Drop for Sweeper {
-    fn drop(&mut self) {
-        self.shutdown();
+impl PeriodicSweep for Docket {
+    fn periodic_sweep(&self) -> Result<SweepReport> {
+        Docket::periodic_sweep(self)
     }
 }

@@ -1,0 +1,490 @@
+//! The submissions aggregate: what a submitter hands in about a task
+//! (`execution.recorded`, `submission.received`) and what a verifier says
+//! about the latest attempt (`check.recorded`, `verdict.issued`): payloads,
+//! admission rules and folds into the task record ([`crate::tasks`]).
+//!
+//! Seed documents are decoded with `docket-verifier`'s schemas (seed 002
+//! execution records, `scc.submit.v1`, `scc.verdict.v1`) plus the fields
+//! Docket adds (`task_id` on execution records, `evidence_oids` on
+//! submissions, `submission_seq` on verdicts); `check.recorded` is Docket's
+//! own and refuses unknown fields.
+//!
+//! Separation of duties: a task's submitters (keys that authored its
+//! evidence, executions or submissions) may not check or judge it.
+
+use std::collections::BTreeSet;
+
+use docket_verifier::execution::{ExecutionRecord, ExecutionStatus};
+use docket_verifier::submit::{Submission, SubmitStatus};
+use docket_verifier::verdict::{Outcome, Verdict};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{LedgerError, Result};
+use crate::event::{Event, Statement};
+use crate::kind::names;
+use crate::oids::{OidRegistry, OidState, read_oids};
+use crate::schema::{Fields, Hex32, MAX_LABEL, decode_checked, finish, is_check_name, json_object};
+use crate::tasks::{
+    CheckInfo, ExecutionInfo, SubmissionInfo, TaskState, VerdictInfo, VerdictStatus,
+    VerdictsProjection,
+};
+
+/// Merges the verifier's violations (if its schema refused the document)
+/// with Docket's own field violations.
+fn merged<T>(parsed: &std::result::Result<T, Vec<docket_verifier::Violation>>) -> Vec<String> {
+    match parsed {
+        Ok(_) => Vec::new(),
+        Err(vs) => vs.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// The submission a check or verdict is about: `submission_seq` when given
+/// (it must be the task's latest), else the latest.
+pub fn judged_submission(task: &TaskState, submission_seq: Option<u64>) -> Result<u64> {
+    let Some(latest) = task.latest_submission().map(|s| s.seq) else {
+        return Err(LedgerError::FailedPrecondition(format!(
+            "task {} has no submission to judge",
+            task.task_id
+        )));
+    };
+    match submission_seq {
+        None => Ok(latest),
+        Some(s) if s == latest => Ok(s),
+        Some(s) if task.submissions.iter().any(|x| x.seq == s) => {
+            Err(LedgerError::FailedPrecondition(format!(
+                "submission {s} of task {} was superseded by submission {latest}",
+                task.task_id
+            )))
+        }
+        Some(s) => Err(LedgerError::NotFound {
+            what: format!("submission {s} of task {}", task.task_id),
+        }),
+    }
+}
+
+/// The latest submission of a task, for the fold of a check or verdict
+/// (admission guaranteed one).
+fn latest_for_fold(task: &TaskState, event: &Event) -> Result<u64> {
+    task.latest_submission().map(|s| s.seq).ok_or_else(|| {
+        LedgerError::corrupt(
+            format!("event {}", event.seq),
+            format!(
+                "{} for task {}, which has no submission",
+                event.kind, task.task_id
+            ),
+        )
+    })
+}
+
+// ------------------------------------------------------------ execution.recorded
+
+/// `execution.recorded`: a seed 002 execution record plus the task it is
+/// for and the evidence it produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecutionRecorded {
+    /// The task (as written).
+    pub task_id: String,
+    /// OIDs of the evidence, registered to the same task.
+    pub evidence_oids: Vec<String>,
+    /// The record, every seed 002 rule checked (`evidence_hash` recomputed).
+    pub record: ExecutionRecord,
+}
+
+/// Decodes `execution.recorded` (every violation of the record and of the
+/// Docket fields listed together).
+pub fn decode_execution(payload: &[u8]) -> Result<ExecutionRecorded> {
+    const WHAT: &str = names::EXECUTION_RECORDED;
+    let parsed = ExecutionRecord::parse(payload);
+    let mut violations = merged(&parsed);
+    let map = json_object(WHAT, payload)?;
+    let mut f = Fields::new(&map);
+    let task_id = f.text("task_id", true, MAX_LABEL).map(str::to_string);
+    let evidence_oids = read_oids(&mut f, false);
+    violations.extend(f.violations);
+    finish(WHAT, violations)?;
+    match (parsed, task_id) {
+        (Ok(record), Some(task_id)) => Ok(ExecutionRecorded {
+            task_id,
+            evidence_oids,
+            record,
+        }),
+        // Invariant: finish() returned Ok, so the record parsed and the
+        // required task_id was read; answer like a violation regardless.
+        _ => Err(crate::schema::invalid(WHAT, "payload does not decode")),
+    }
+}
+
+/// `execution.recorded`: the task exists and the OIDs are its own.
+pub fn admit_execution(
+    tasks: &VerdictsProjection,
+    oids: &OidRegistry,
+    p: &ExecutionRecorded,
+) -> Result<()> {
+    let task = tasks.task(&p.task_id)?;
+    oids.check_task(task, names::EXECUTION_RECORDED, &p.evidence_oids)
+}
+
+/// The seed spelling of an execution status.
+fn execution_status(s: ExecutionStatus) -> &'static str {
+    match s {
+        ExecutionStatus::Success => "SUCCESS",
+        ExecutionStatus::Failure => "FAILURE",
+        ExecutionStatus::NoEvidence => "NO_EVIDENCE",
+    }
+}
+
+/// Folds `execution.recorded`: the author becomes a submitter of the task.
+pub fn fold_execution(
+    tasks: &mut VerdictsProjection,
+    event: &Event,
+    p: &ExecutionRecorded,
+) -> Result<()> {
+    let task = tasks.task_for_fold(&p.task_id, event)?;
+    let by = Hex32(event.author);
+    task.submitters.insert(by);
+    task.executions.push(ExecutionInfo {
+        seq: event.seq,
+        by,
+        status: execution_status(p.record.status).to_string(),
+        exit_code: p.record.exit_code,
+        evidence_hash: p.record.evidence_hash.to_ascii_lowercase(),
+        evidence_oids: p.evidence_oids.clone(),
+    });
+    Ok(())
+}
+
+// ------------------------------------------------------------ submission.received
+
+/// `submission.received`: an `scc.submit.v1` document plus the OIDs of its
+/// evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubmissionReceived {
+    /// The document, every stateless rule of seed 000 §2 checked.
+    pub submission: Submission,
+    /// Distinct, well-formed OIDs (may be empty).
+    pub evidence_oids: Vec<String>,
+}
+
+/// Decodes `submission.received` (every violation of the document and of
+/// `evidence_oids` listed together).
+pub fn decode_submission(payload: &[u8]) -> Result<SubmissionReceived> {
+    const WHAT: &str = names::SUBMISSION_RECEIVED;
+    let parsed = Submission::parse(payload);
+    let mut violations = merged(&parsed);
+    let map = json_object(WHAT, payload)?;
+    let mut f = Fields::new(&map);
+    let evidence_oids = read_oids(&mut f, true);
+    violations.extend(f.violations);
+    finish(WHAT, violations)?;
+    match parsed {
+        Ok(submission) => Ok(SubmissionReceived {
+            submission,
+            evidence_oids,
+        }),
+        // Invariant: finish() returned Ok, so Submission::parse succeeded;
+        // answer like a violation regardless.
+        Err(vs) => Err(crate::schema::from_violations(WHAT, vs)),
+    }
+}
+
+/// `submission.received`: the task exists; every OID is the task's, no two
+/// share an artifact name, and every one still holds its content.
+pub fn admit_submission(
+    tasks: &VerdictsProjection,
+    oids: &OidRegistry,
+    p: &SubmissionReceived,
+) -> Result<()> {
+    const WHAT: &str = names::SUBMISSION_RECEIVED;
+    let task = tasks.task(&p.submission.task_id)?;
+    oids.check_task(task, WHAT, &p.evidence_oids)?;
+    let mut seen = BTreeSet::new();
+    let mut violations = Vec::new();
+    let mut records = Vec::with_capacity(p.evidence_oids.len());
+    for o in &p.evidence_oids {
+        let r = oids.record(o)?;
+        if !seen.insert(r.artifact_name.as_str()) {
+            violations.push(format!(
+                "evidence_oids: two OIDs have the artifact name {:?}",
+                r.artifact_name
+            ));
+        }
+        records.push((o, r));
+    }
+    finish(WHAT, violations)?;
+    for (o, r) in records {
+        if r.state != OidState::Live {
+            return Err(LedgerError::FailedPrecondition(format!(
+                "evidence {o} is {} (content removed at seq {})",
+                r.state.as_str(),
+                r.removal.as_ref().map_or(0, |x| x.seq)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The seed spelling of a submission status.
+fn submit_status(s: SubmitStatus) -> &'static str {
+    match s {
+        SubmitStatus::Done => "DONE",
+        SubmitStatus::NeedInput => "NEED_INPUT",
+        SubmitStatus::Failed => "FAILED",
+    }
+}
+
+/// Folds `submission.received`: a new attempt, which has no checks and no
+/// verdict yet (PENDING); the author becomes a submitter.
+pub fn fold_submission(
+    tasks: &mut VerdictsProjection,
+    event: &Event,
+    p: &SubmissionReceived,
+) -> Result<()> {
+    let task = tasks.task_for_fold(&p.submission.task_id, event)?;
+    let by = Hex32(event.author);
+    task.submitters.insert(by);
+    task.submissions.push(SubmissionInfo {
+        seq: event.seq,
+        by,
+        at_ms: event.recorded_at_ms,
+        status: submit_status(p.submission.status).to_string(),
+        sha256: Hex32::sha256(&event.payload),
+        evidence_oids: p.evidence_oids.clone(),
+    });
+    task.checks.clear();
+    task.verdict = None;
+    task.status = VerdictStatus::Pending;
+    task.record_change(event);
+    Ok(())
+}
+
+/// Builds a `submission.received` payload: the `submit.json` document with
+/// `evidence_oids` added (replacing any there). A document that is not a
+/// JSON object is `Invalid` with the verifier's violations.
+pub fn submission_payload(submit_json: &[u8], evidence_oids: &[String]) -> Result<Vec<u8>> {
+    let mut map = match serde_json::from_slice::<Value>(submit_json) {
+        Ok(Value::Object(map)) => map,
+        _ => {
+            let violations = match Submission::parse(submit_json) {
+                Err(vs) => vs.iter().map(ToString::to_string).collect(),
+                Ok(_) => vec!["submit.json must be a JSON object".into()],
+            };
+            return Err(LedgerError::Invalid {
+                what: names::SUBMISSION_RECEIVED.into(),
+                violations,
+            });
+        }
+    };
+    map.insert(
+        "evidence_oids".into(),
+        Value::Array(evidence_oids.iter().cloned().map(Value::String).collect()),
+    );
+    // Invariant: a JSON map serialises.
+    Ok(serde_json::to_vec(&Value::Object(map)).expect("JSON serialises"))
+}
+
+// ------------------------------------------------------------ check.recorded
+
+/// `check.recorded`: one named check result for a task's latest submission.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckRecorded {
+    /// The task (UUID).
+    pub task_id: String,
+    /// Sequence number of the submission checked; default: the latest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submission_seq: Option<u64>,
+    /// Check name (`schema_valid`, `scope_valid`, ... or an evidence rule).
+    pub name: String,
+    /// Whether it passed.
+    pub passed: bool,
+    /// Free-form details (any JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+/// Decodes `check.recorded` (every violation listed).
+pub fn decode_check(payload: &[u8]) -> Result<CheckRecorded> {
+    const WHAT: &str = names::CHECK_RECORDED;
+    let map = json_object(WHAT, payload)?;
+    let mut f = Fields::new(&map);
+    f.only(&["task_id", "submission_seq", "name", "passed", "details"]);
+    f.text("task_id", true, MAX_LABEL);
+    f.u64("submission_seq", false);
+    if let Some(n) = f.str("name", true)
+        && !is_check_name(n)
+    {
+        f.violate(
+            "name",
+            format!("{n:?} is not 1..=128 characters of [A-Za-z0-9_.:/-]"),
+        );
+    }
+    f.bool("passed", true);
+    finish(WHAT, f.violations)?;
+    decode_checked(WHAT, map)
+}
+
+/// `check.recorded`: by a non-submitter of the task, about its latest
+/// submission.
+pub fn admit_check(tasks: &VerdictsProjection, stmt: &Statement, p: &CheckRecorded) -> Result<()> {
+    let task = tasks.task(&p.task_id)?;
+    task.check_not_submitter(stmt, "check")?;
+    judged_submission(task, p.submission_seq)?;
+    Ok(())
+}
+
+/// Folds `check.recorded`: the latest record per name wins.
+pub fn fold_check(tasks: &mut VerdictsProjection, event: &Event, p: &CheckRecorded) -> Result<()> {
+    let task = tasks.task_for_fold(&p.task_id, event)?;
+    let latest = latest_for_fold(task, event)?;
+    let info = CheckInfo {
+        passed: p.passed,
+        seq: event.seq,
+        by: Hex32(event.author),
+        submission_seq: p.submission_seq.unwrap_or(latest),
+    };
+    task.checks.insert(p.name.clone(), info);
+    task.record_change(event);
+    Ok(())
+}
+
+// ------------------------------------------------------------ verdict.issued
+
+/// `verdict.issued`: an `scc.verdict.v1` document (its `evidence_oids`
+/// distinct, well-formed OIDs) and the submission it judges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerdictIssued {
+    /// The document, every stateless rule of seed 000 §3 checked.
+    pub verdict: Verdict,
+    /// The submission judged; default: the task's latest.
+    pub submission_seq: Option<u64>,
+}
+
+/// Decodes `verdict.issued` (every violation of the document and of the
+/// Docket fields listed together).
+pub fn decode_verdict(payload: &[u8]) -> Result<VerdictIssued> {
+    const WHAT: &str = names::VERDICT_ISSUED;
+    let parsed = Verdict::parse(payload);
+    let mut violations = merged(&parsed);
+    let map = json_object(WHAT, payload)?;
+    let mut f = Fields::new(&map);
+    let submission_seq = f.u64("submission_seq", false);
+    read_oids(&mut f, false);
+    violations.extend(f.violations);
+    finish(WHAT, violations)?;
+    match parsed {
+        Ok(verdict) => Ok(VerdictIssued {
+            verdict,
+            submission_seq,
+        }),
+        // Invariant: finish() returned Ok, so Verdict::parse succeeded;
+        // answer like a violation regardless.
+        Err(vs) => Err(crate::schema::from_violations(WHAT, vs)),
+    }
+}
+
+/// `verdict.issued`: the task exists, the OIDs are its own, the author is
+/// not a submitter, the judged submission is the latest, and **no check,
+/// no PASS**: a PASS needs every required check passed (in the verdict or
+/// recorded), no recorded check failed, and every required evidence type
+/// among the judged submission's evidence.
+pub fn admit_verdict(
+    tasks: &VerdictsProjection,
+    oids: &OidRegistry,
+    stmt: &Statement,
+    p: &VerdictIssued,
+) -> Result<()> {
+    const WHAT: &str = names::VERDICT_ISSUED;
+    let verdict = &p.verdict;
+    let task = tasks.task(&verdict.task_id)?;
+    oids.check_task(task, WHAT, &verdict.evidence_oids)?;
+    task.check_not_submitter(stmt, "judge")?;
+    let judged = judged_submission(task, p.submission_seq)?;
+    if verdict.verdict != Outcome::Pass {
+        return Ok(());
+    }
+    let mut violations = Vec::new();
+    for name in &task.contract.required_checks {
+        let in_verdict = verdict.checks.get(name).copied();
+        let recorded = task.checks.get(name).map(|c| c.passed);
+        if !(in_verdict == Some(true) || (in_verdict.is_none() && recorded == Some(true))) {
+            violations.push(format!(
+                "[verdict.required_check] /checks/{name}: PASS needs the contract's required check {name} passed"
+            ));
+        }
+    }
+    for (name, c) in &task.checks {
+        if !c.passed {
+            violations.push(format!(
+                "[verdict.no_check_no_pass] /checks/{name}: check {name} was recorded as failed at seq {}",
+                c.seq
+            ));
+        }
+    }
+    if let Some(sub) = task.submissions.iter().find(|s| s.seq == judged) {
+        // The submission statement is itself the submit.json document.
+        let types: BTreeSet<&str> = sub
+            .evidence_oids
+            .iter()
+            .filter_map(|o| oids.oids.get(o))
+            .map(|r| r.evidence_type.as_str())
+            .chain(["submit.json"])
+            .collect();
+        for t in &task.contract.required_evidence {
+            if !types.contains(t.as_str()) {
+                violations.push(format!(
+                    "[verdict.required_evidence] /evidence_oids: PASS needs evidence of type {t} in submission {judged}"
+                ));
+            }
+        }
+    }
+    finish(WHAT, violations)
+}
+
+/// Folds `verdict.issued`: the verdict of the latest submission. The checks
+/// a verdict carries count as recorded by it, unless a `check.recorded`
+/// already holds that name with the same result.
+pub fn fold_verdict(
+    tasks: &mut VerdictsProjection,
+    event: &Event,
+    p: &VerdictIssued,
+) -> Result<()> {
+    let v = &p.verdict;
+    let task = tasks.task_for_fold(&v.task_id, event)?;
+    let latest = latest_for_fold(task, event)?;
+    let by = Hex32(event.author);
+    let submission_seq = p.submission_seq.unwrap_or(latest);
+    for (name, passed) in &v.checks {
+        let same = task.checks.get(name).is_some_and(|c| c.passed == *passed);
+        if !same {
+            task.checks.insert(
+                name.clone(),
+                CheckInfo {
+                    passed: *passed,
+                    seq: event.seq,
+                    by,
+                    submission_seq,
+                },
+            );
+        }
+    }
+    let pass = v.verdict == Outcome::Pass;
+    task.status = if pass {
+        VerdictStatus::Pass
+    } else {
+        VerdictStatus::Fail
+    };
+    task.verdict = Some(VerdictInfo {
+        seq: event.seq,
+        by,
+        at_ms: event.recorded_at_ms,
+        verdict: if pass { "PASS".into() } else { "FAIL".into() },
+        reason_code: v.reason_code.map(|c| c.as_str().to_string()),
+        fail_class: v.fail_class.map(|c| c.as_str().to_string()),
+        sha256: Hex32::sha256(&event.payload),
+        submission_seq,
+        evidence_oids: v.evidence_oids.clone(),
+    });
+    task.record_change(event);
+    Ok(())
+}

@@ -274,9 +274,19 @@ fn run_audit(args: &AuditArgs, out: Output) -> Result<u8> {
     });
     bar.finish_and_clear();
     let code = report.exit_code();
+    let trust = if report
+        .findings
+        .iter()
+        .any(|f| f.kind == docket_domain::export::FindingKind::SelfAssertedKey)
+    {
+        "untrusted key"
+    } else {
+        "trusted key"
+    };
     let value = serde_json::json!({
         "ok": code == exit::OK,
         "exit_code": code,
+        "trust": trust,
         "report": report,
     });
     out.emit(&value, || {
@@ -315,10 +325,18 @@ fn run_audit(args: &AuditArgs, out: Output) -> Result<u8> {
         if report.findings_omitted > 0 {
             s += &format!("\n... and {} more findings", report.findings_omitted);
         }
-        s += &if code == exit::OK {
-            "\nOK: the bundle verifies".to_string()
-        } else {
+        let untrusted = report
+            .findings
+            .iter()
+            .any(|f| f.kind == docket_domain::export::FindingKind::SelfAssertedKey);
+        s += &if code != exit::OK {
             format!("\nFAIL (exit {code})")
+        } else if untrusted {
+            "\nOK, internally consistent only: untrusted key (the bundle's own key was used; \
+             pass --trusted-key to check it against a key you trust)"
+                .to_string()
+        } else {
+            "\nOK: the bundle verifies against the trusted key".to_string()
         };
         s
     });

@@ -225,8 +225,13 @@ pub fn open_store_for_verification(dir: &Path) -> Result<(SledStore, NoteVerifie
 pub fn open_sled_guarded(dir: &Path) -> Result<SledStore> {
     let dir = dir.to_path_buf();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| SledStore::open(&dir))) {
+        // sled's own corruption report is damage; an I/O error (a lock
+        // held by another process, permissions) stays what it is.
         Ok(r) => r.map_err(|e| match e {
-            LogError::Store { context, source } => LogError::corrupt(
+            LogError::Store {
+                context,
+                source: source @ sled::Error::Corruption { .. },
+            } => LogError::corrupt(
                 "log/",
                 format!("the sled store does not open ({context}): {source}"),
             ),
@@ -1383,7 +1388,8 @@ impl<M: StateMachine> Syncer<M> {
             while let Ok(next) = rx.try_recv() {
                 sequenced.merge(next);
             }
-            if let Err((e, sequenced)) = self.make_durable(sequenced) {
+            if let Err(failed) = self.make_durable(sequenced) {
+                let (e, sequenced) = *failed;
                 self.fail_stop(&e, sequenced, &rx);
                 return;
             }
@@ -1401,7 +1407,10 @@ impl<M: StateMachine> Syncer<M> {
         }
     }
 
-    fn make_durable(&mut self, s: Sequenced) -> std::result::Result<(), (LogError, Sequenced)> {
+    fn make_durable(
+        &mut self,
+        s: Sequenced,
+    ) -> std::result::Result<(), Box<(LogError, Sequenced)>> {
         let inner = Arc::clone(&self.inner);
         let appended = s.events.len() as u64;
         if let Some(note) = &s.note {
@@ -1410,7 +1419,7 @@ impl<M: StateMachine> Syncer<M> {
             // 2. The anchor, before anyone is told: a checkpoint is served
             // (and a receipt sent) only once it is anchored.
             if let Err(e) = inner.store.put_anchor(note) {
-                return Err((e, s));
+                return Err(Box::new((e, s)));
             }
             // 3. Fold into the durable state (a short write lock: readers
             // are never blocked across an fsync).
@@ -1429,7 +1438,7 @@ impl<M: StateMachine> Syncer<M> {
                                 "the durable state does not fold what the working state folded: {e}"
                             ),
                         );
-                        return Err((e, s));
+                        return Err(Box::new((e, s)));
                     }
                 }
             }

@@ -1,19 +1,26 @@
-//! Auto-verification: the verdict engine judges a submission, signed by
-//! the ledger key (which holds the verifier role from genesis).
+//! Auto-verification: the verdict engine judges every committed
+//! submission, signed by the ledger key (which holds the verifier role from
+//! genesis), as a [`Subscriber`] of committed events.
 //!
-//! For a `submission.received` event, the service loads the submission's
-//! evidence blobs (digest-checked; removed content is simply absent, so the
-//! engine reports it missing), adds the signed submission itself as
-//! `submit.json` when no evidence has that name (and, when one does,
-//! requires the two to agree), runs `docket_verifier::engine::evaluate` on
-//! the registered contract at the submission's ledger time, and appends one
-//! `check.recorded` per check and the `verdict.issued`. The verdict is a
-//! deterministic function of the log and the blobs, and appending it twice
-//! appends nothing. After a restart, the start-up scan
+//! For a `submission.received` event that is still owed a verdict (the
+//! latest submission of its task, with no verdict yet), the subscriber
+//! loads the submission's evidence blobs (digest-checked; removed content
+//! is simply absent, so the engine reports it missing), adds the signed
+//! submission itself as `submit.json` when no evidence has that name (and,
+//! when one does, requires the two to agree), runs
+//! `docket_verifier::engine::evaluate` on the registered contract at the
+//! submission's ledger time, and appends one `check.recorded` per check and
+//! the `verdict.issued`. The verdict is a deterministic function of the log
+//! and the blobs, and appending it twice appends nothing, so handling a
+//! submission again (after a crash, a reset cursor) is harmless; one no
+//! longer owed a verdict is passed over.
+//!
+//! When there is no trustworthy cursor, the start-up scan
 //! ([`Docket::resume_pending_verification`]) judges every submission owed a
-//! verdict.
+//! verdict, and the subscriber follows the log from there.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use docket_verifier::TaskContract;
 use docket_verifier::VerifierError;
@@ -32,6 +39,7 @@ use crate::schema::{ms_to_rfc3339, task_key};
 use crate::verdicts::{CheckRecorded, SubmissionReceived, decode_submission};
 
 use super::Docket;
+use super::subscriber::Subscriber;
 
 /// What auto-verify appended for one submission.
 #[derive(Debug, Clone)]
@@ -39,6 +47,133 @@ pub struct VerifyOutcome {
     pub verdict: Verdict,
     pub check_receipts: Vec<Receipt>,
     pub verdict_receipt: Receipt,
+}
+
+/// What the subscriber did with one submission (kept for `Docket::submit`).
+#[derive(Debug, Clone)]
+pub enum Judgement {
+    /// Judged: the verdict and its receipts.
+    Judged(Box<VerifyOutcome>),
+    /// Not owed a verdict any more (judged already).
+    NotOwed,
+    /// No verdict was appended: why (e.g. superseded by a newer
+    /// submission). The submission stays pending.
+    Failed(String),
+}
+
+/// Judgements kept for `Docket::submit` to collect; beyond this many, the
+/// oldest are dropped (submissions nobody waits for).
+const KEPT_JUDGEMENTS: usize = 256;
+
+/// The auto-verify subscriber.
+#[derive(Debug, Default)]
+pub struct AutoVerify {
+    judgements: Mutex<BTreeMap<u64, Judgement>>,
+}
+
+impl AutoVerify {
+    /// Name of the subscriber and of its cursor file (`DATA/cursors/auto_verify`).
+    pub const NAME: &'static str = "auto_verify";
+
+    /// Takes what the subscriber did with submission `seq`, if it handled it
+    /// recently.
+    pub fn take(&self, seq: u64) -> Option<Judgement> {
+        self.lock().remove(&seq)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Judgement>> {
+        self.judgements
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn keep(&self, seq: u64, judgement: Judgement) {
+        let mut kept = self.lock();
+        kept.insert(seq, judgement);
+        while kept.len() > KEPT_JUDGEMENTS {
+            kept.pop_first();
+        }
+    }
+}
+
+impl Subscriber for AutoVerify {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn wants(&self, kind: &str) -> bool {
+        kind == kinds::SUBMISSION_RECEIVED
+    }
+
+    /// Submissions are judged independently (one superseded by another in
+    /// the same chunk is simply not owed), so several at once: their
+    /// appends share group commits, as concurrent inline verifications did.
+    fn concurrency(&self) -> usize {
+        std::thread::available_parallelism().map_or(4, |n| n.get().clamp(2, 8))
+    }
+
+    fn handle(&self, docket: &Docket, event: &Event) -> Result<()> {
+        let seq = event.seq;
+        let owed = {
+            let task_id = submission_task(event)?;
+            let state = docket.ledger().state();
+            match state.domain.verdicts.tasks.get(&task_id) {
+                None => Err(format!(
+                    "task {task_id} of submission {seq} is not registered"
+                )),
+                Some(t) => match t.latest_submission().map(|s| s.seq) {
+                    Some(latest) if latest != seq => Err(LedgerError::FailedPrecondition(format!(
+                        "submission {seq} of task {task_id} was superseded by submission {latest}"
+                    ))
+                    .to_string()),
+                    _ if t.verdict.as_ref().is_some_and(|v| v.submission_seq == seq) => Ok(false),
+                    _ => Ok(true),
+                },
+            }
+        };
+        match owed {
+            Ok(false) => {
+                self.keep(seq, Judgement::NotOwed);
+                Ok(())
+            }
+            Err(why) => {
+                tracing::info!("auto-verify: submission {seq} is not judged: {why}");
+                self.keep(seq, Judgement::Failed(why));
+                Ok(())
+            }
+            Ok(true) => match docket.verify_submission(seq) {
+                Ok(v) => {
+                    self.keep(seq, Judgement::Judged(Box::new(v)));
+                    Ok(())
+                }
+                Err(e) => {
+                    tracing::warn!("auto-verify of submission {seq}: {e}");
+                    self.keep(seq, Judgement::Failed(e.to_string()));
+                    match e {
+                        // A newer submission or an external verdict landed
+                        // meanwhile: nothing is owed any more.
+                        LedgerError::FailedPrecondition(_) => Ok(()),
+                        other => Err(other),
+                    }
+                }
+            },
+        }
+    }
+
+    /// The start-up scan judges every submission owed a verdict; the log
+    /// before the current length then owes nothing. If the scan fails, the
+    /// whole log is handled again (each submission checked).
+    fn recover(&self, docket: &Docket) -> Result<u64> {
+        let len = docket.ledger().len();
+        match docket.resume_pending_verification() {
+            Ok(_) => Ok(len),
+            Err(e @ LedgerError::Closed(_)) => Err(e),
+            Err(e) => {
+                tracing::warn!("auto-verify: resuming pending verification: {e}");
+                Ok(0)
+            }
+        }
+    }
 }
 
 /// Decodes a committed `submission.received` event (a payload that no

@@ -8,7 +8,10 @@
 //! - [`service::Docket`]: writes that need the disk (blobs before
 //!   `evidence.registered`), `submit` (which returns the automatic
 //!   verdict), queries;
-//! - [`auto_verify`]: the verdict engine run on a submission;
+//! - [`subscriber`]: subscribers of committed events, each on its own
+//!   thread with a persisted cursor (`DATA/cursors/<name>`);
+//! - [`auto_verify`]: the auto-verify subscriber and the verdict engine
+//!   run on a submission;
 //! - [`retention_service`]: the retention operations that touch the disk
 //!   (sweeps, reconciliation, redaction, status);
 //! - [`query`]: state as of a sequence number or a time.
@@ -28,6 +31,7 @@ pub mod projections;
 pub mod query;
 pub mod retention_service;
 pub mod service;
+pub mod subscriber;
 
 pub use crate::state::DomainState;
 pub use projections::{
@@ -36,6 +40,7 @@ pub use projections::{
 };
 pub use query::AsOf;
 pub use service::{Docket, DocketOptions};
+pub use subscriber::{Subscriber, Subscription};
 
 /// Names of the task-scoped kinds (their one spelling is
 /// [`crate::kind::names`]).

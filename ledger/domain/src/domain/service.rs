@@ -1,19 +1,27 @@
 //! The domain service: a [`Ledger`] plus its [`BlobStore`], for operations
-//! that need the disk (evidence content, auto-verify) and for queries.
+//! that need the disk (evidence content) and for queries.
 //!
 //! Write paths:
 //! - [`Docket::put_evidence`]: blob first (streamed, digest and size checked
 //!   against the statement), then the `evidence.registered` append; the OID
 //!   comes back with the receipt.
-//! - [`Docket::submit`]: appends `submission.received`; once it is durable
-//!   and with auto-verify on (the default), judges it
-//!   ([`Docket::verify_submission`], [`super::auto_verify`]).
+//! - [`Docket::submit`]: appends `submission.received`. The automatic
+//!   verdict is not computed here: the auto-verify subscriber
+//!   ([`super::auto_verify`]) judges every committed submission from its
+//!   cursor, off the append path; `submit` waits (bounded by
+//!   [`DocketOptions::auto_verify_wait`]) until it has handled this one, so
+//!   callers still get the verdict in the response.
 //! - everything else goes straight to [`Ledger::append`].
+//!
+//! Subscribers start when the service is created (after catching up on what
+//! the last process owed) and stop with [`Docket::close`] or when the last
+//! clone of the service is dropped.
 
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use docket_verifier::TaskContract;
 use docket_verifier::verdict::Verdict;
@@ -32,18 +40,23 @@ use crate::tasks::{
     ApprovalInfo, ApprovalState, CheckInfo, TaskState, VerdictChange, VerdictInfo, VerdictStatus,
 };
 
-use super::auto_verify::submission_task;
+use super::auto_verify::{AutoVerify, Judgement, submission_task};
 use super::query::{self, AsOf};
 use super::retention_service::registration_guard;
+use super::subscriber::Subscription;
 
 pub use super::auto_verify::VerifyOutcome;
 
 /// Tunables of the service.
 #[derive(Debug, Clone)]
 pub struct DocketOptions {
-    /// Run the verdict engine after each submission and append its checks
-    /// and verdict (default on).
+    /// Judge every committed submission with the verdict engine and append
+    /// its checks and verdict (default on): the auto-verify subscriber.
     pub auto_verify: bool,
+    /// How long [`Docket::submit`] waits for the auto-verify subscriber to
+    /// judge the submission before answering without the verdict (which
+    /// follows when the subscriber gets to it).
+    pub auto_verify_wait: Duration,
     /// Largest evidence blob accepted (bytes).
     pub max_blob_size: u64,
     /// Most evidence bytes auto-verify loads for one submission; beyond it
@@ -55,6 +68,7 @@ impl Default for DocketOptions {
     fn default() -> Self {
         Self {
             auto_verify: true,
+            auto_verify_wait: Duration::from_secs(120),
             max_blob_size: 4 << 30,
             max_verify_bytes: 512 << 20,
         }
@@ -150,12 +164,29 @@ pub struct KeyView {
     pub record: KeyRecord,
 }
 
+/// The subscribers a service runs. Shared by every clone of the service;
+/// stopped by [`Docket::close`] or when the last clone is dropped.
+#[derive(Debug, Default)]
+pub(crate) struct Subscriptions {
+    /// The auto-verify subscriber and its runner.
+    pub(crate) auto_verify: Option<(Arc<AutoVerify>, Subscription)>,
+}
+
+impl Subscriptions {
+    fn stop(&self) {
+        if let Some((_, s)) = &self.auto_verify {
+            s.stop();
+        }
+    }
+}
+
 /// The domain service. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Docket {
     ledger: Ledger,
     blobs: Arc<BlobStore>,
     options: DocketOptions,
+    subscriptions: Arc<Subscriptions>,
 }
 
 pub(crate) fn now_ms() -> u64 {
@@ -181,25 +212,33 @@ pub(crate) fn expect_kind(stmt: &Statement, kinds: &[&str]) -> Result<()> {
 }
 
 impl Docket {
-    /// Wraps an open ledger; opens its blob store under `ledger.dir()/blobs`.
+    /// Wraps an open ledger; opens its blob store under `ledger.dir()/blobs`,
+    /// finishes blob deletions a crash interrupted, and starts the
+    /// subscribers (auto-verify, when on), each caught up on what the last
+    /// process owed before this returns.
     pub fn new(ledger: Ledger, options: DocketOptions) -> Result<Self> {
         let blobs = Arc::new(BlobStore::open(ledger.dir())?);
-        let docket = Self {
+        let mut docket = Self {
             ledger,
             blobs,
             options,
+            subscriptions: Arc::new(Subscriptions::default()),
         };
         // Finish blob deletions a crash interrupted (retention).
         if let Err(e) = docket.finish_interrupted_removals() {
             tracing::warn!("retention: finishing interrupted deletions: {e}");
         }
-        // Judge the submissions a stop left without a verdict (acknowledged
-        // just before a crash): a start-up scan of the verdict projection.
-        if docket.options.auto_verify
-            && docket.ledger.failure().is_none()
-            && let Err(e) = docket.resume_pending_verification()
-        {
-            tracing::warn!("auto-verify: resuming pending verification: {e}");
+        if docket.options.auto_verify && docket.ledger.failure().is_none() {
+            let auto_verify = Arc::new(AutoVerify::default());
+            // The runner holds a service without subscriptions of its own.
+            match Subscription::start(docket.clone(), auto_verify.clone()) {
+                Ok(running) => {
+                    docket.subscriptions = Arc::new(Subscriptions {
+                        auto_verify: Some((auto_verify, running)),
+                    });
+                }
+                Err(e) => tracing::warn!("auto-verify: not started: {e}"),
+            }
         }
         Ok(docket)
     }
@@ -231,9 +270,16 @@ impl Docket {
         &self.options
     }
 
-    /// Closes the ledger (snapshots written).
+    /// Stops the subscribers (after the event in hand), then closes the
+    /// ledger (snapshots written).
     pub fn close(&self) -> Result<()> {
+        self.subscriptions.stop();
         self.ledger.close()
+    }
+
+    /// The auto-verify subscriber's runner, when it runs.
+    pub fn auto_verify(&self) -> Option<&Subscription> {
+        self.subscriptions.auto_verify.as_ref().map(|(_, s)| s)
     }
 
     // ------------------------------------------------------------ writes
@@ -370,8 +416,10 @@ impl Docket {
     }
 
     /// Appends a `submission.received` statement and, with auto-verify on,
-    /// judges it. A duplicate statement appends nothing and returns the
-    /// first submission's receipt (its verdict when one exists).
+    /// waits (at most [`DocketOptions::auto_verify_wait`]) for the
+    /// auto-verify subscriber to judge it, to return the verdict. A
+    /// duplicate statement appends nothing and returns the first
+    /// submission's receipt (its verdict when one exists).
     pub fn submit(&self, stmt: Statement) -> Result<SubmitOutcome> {
         expect_kind(&stmt, &[kinds::SUBMISSION_RECEIVED])?;
         let receipt = self.ledger.append(stmt)?;
@@ -384,17 +432,35 @@ impl Docket {
         let mut verdict_receipt = None;
         let mut auto_verify_error = None;
         if self.options.auto_verify && !receipt.duplicate {
-            match self.verify_submission(receipt.seq) {
-                Ok(v) => {
-                    verdict_receipt = Some(v.verdict_receipt);
-                    verdict = Some(v.verdict);
+            match &self.subscriptions.auto_verify {
+                Some((auto_verify, running)) => {
+                    if running.wait_handled(receipt.seq, self.options.auto_verify_wait) {
+                        match auto_verify.take(receipt.seq) {
+                            Some(Judgement::Judged(v)) => {
+                                let v = *v;
+                                verdict_receipt = Some(v.verdict_receipt);
+                                verdict = Some(v.verdict);
+                            }
+                            // The submission is durable: report, do not fail
+                            // the call (e.g. a newer submission superseded
+                            // this one before its verdict landed).
+                            Some(Judgement::Failed(e)) => auto_verify_error = Some(e),
+                            Some(Judgement::NotOwed) | None => {}
+                        }
+                    } else {
+                        auto_verify_error = Some(format!(
+                            "auto-verify has not judged submission {} yet{}; its verdict follows when it does",
+                            receipt.seq,
+                            if running.is_running() {
+                                format!(" (waited {:?})", self.options.auto_verify_wait)
+                            } else {
+                                " (it stopped)".into()
+                            }
+                        ));
+                    }
                 }
-                // The submission is durable: report, do not fail the call.
-                // (FailedPrecondition: a newer submission superseded this one
-                // before its verdict landed.)
-                Err(e) => {
-                    tracing::warn!("auto-verify of submission {}: {e}", receipt.seq);
-                    auto_verify_error = Some(e.to_string());
+                None => {
+                    auto_verify_error = Some("auto-verify is not running".into());
                 }
             }
         }

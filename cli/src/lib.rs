@@ -14,6 +14,7 @@ pub mod domain_cmds;
 pub mod exit;
 pub mod export_cmds;
 pub mod output;
+pub mod pg_cmds;
 pub mod retention_cmds;
 pub mod server;
 pub mod verify_cmds;
@@ -32,6 +33,9 @@ pub struct Ctx {
     pub data: PathBuf,
     /// `--server URL` (env `DOCKET_SERVER`).
     pub server: Option<String>,
+    /// `--store postgres://…` (env `DOCKET_STORE`): the log lives in
+    /// PostgreSQL ([`pg_cmds`]); None: the sled store in `data`.
+    pub store: Option<String>,
     pub out: Output,
     backend: OnceLock<Box<dyn Backend + Send + Sync>>,
 }
@@ -50,9 +54,16 @@ impl Ctx {
         Self {
             data,
             server,
+            store: None,
             out,
             backend: OnceLock::new(),
         }
+    }
+
+    /// The same context with the log in PostgreSQL at `store`.
+    pub fn with_store(mut self, store: Option<String>) -> Self {
+        self.store = store;
+        self
     }
 
     /// The backend: the gRPC client with `--server`, else the embedded
@@ -61,9 +72,10 @@ impl Ctx {
         if let Some(b) = self.backend.get() {
             return Ok(b.as_ref());
         }
-        let b: Box<dyn Backend + Send + Sync> = match &self.server {
-            Some(url) => client::connect(url)?,
-            None => Box::new(Embedded::open(&self.data)?),
+        let b: Box<dyn Backend + Send + Sync> = match (&self.server, &self.store) {
+            (Some(url), _) => client::connect(url)?,
+            (None, Some(store)) => Box::new(pg_cmds::open_embedded(&self.data, store)?),
+            (None, None) => Box::new(Embedded::open(&self.data)?),
         };
         Ok(self.backend.get_or_init(|| b).as_ref())
     }

@@ -173,6 +173,8 @@ pub struct ServeOptions {
     pub tls: Option<TlsFiles>,
     /// Upload quota per key and the disk reserve.
     pub uploads: UploadLimits,
+    /// The log in PostgreSQL (`--store`, see `crate::pg_cmds`); None: sled.
+    pub store: Option<String>,
 }
 
 /// PEM files of the server's TLS identity and, for mutual TLS, the CA that
@@ -200,6 +202,7 @@ impl ServeOptions {
             sweep_every: None,
             tls: None,
             uploads: UploadLimits::default(),
+            store: None,
         }
     }
 

@@ -210,6 +210,9 @@ async fn watch_failure(
 /// Opens the ledger in `opts.data`, initialising it when the directory has
 /// no ledger yet.
 fn open_or_init(opts: &ServeOptions) -> Result<(Docket, Option<InitOutcome>)> {
+    if let Some(url) = &opts.store {
+        return crate::pg_cmds::open_or_init(opts, url);
+    }
     let options = DocketOptions {
         auto_verify: opts.auto_verify,
         ..DocketOptions::default()
@@ -254,7 +257,8 @@ pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
         .await
         .with_context(|| format!("cannot listen on {}", opts.listen))?;
     let addr = listener.local_addr()?;
-    let o = opts.clone();
+    let mut o = opts.clone();
+    o.listen = addr; // the bound address: what a PostgreSQL node advertises
     let limits = opts.uploads;
     let (docket, init, uploads) = tokio::task::spawn_blocking(move || {
         let (docket, init) = open_or_init(&o)?;
@@ -489,7 +493,8 @@ fn run_serve(ctx: &Ctx, args: &ServeArgs) -> Result<u8> {
         )
         .into());
     }
-    let opts = ServeOptions::resolve(&ctx.data, args)?;
+    let mut opts = ServeOptions::resolve(&ctx.data, args)?;
+    opts.store.clone_from(&ctx.store);
     let runtime = server_runtime()?;
     runtime.block_on(async {
         let server = spawn(opts.clone()).await?;

@@ -284,7 +284,11 @@ impl Shared {
     /// the ledger is failing stop waits briefly for the reason, so the
     /// callers of the batch that failed hear why.
     pub async fn write_status(&self, e: &LedgerError) -> Status {
-        if matches!(e, LedgerError::Closed(_)) && !*self.shutdown.borrow() {
+        // A follower's refusal (PostgreSQL store) names the sequencer now.
+        if matches!(e, LedgerError::Closed(_))
+            && !*self.shutdown.borrow()
+            && !self.ledger.is_follower()
+        {
             let mut rx = self.failure.clone();
             let _ = tokio::time::timeout(FAILURE_WAIT, rx.wait_for(Option::is_some)).await;
         }

@@ -130,9 +130,11 @@ impl std::ops::DerefMut for Pooled<'_> {
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take()
-            && !conn.client.is_closed()
-        {
+        if let Some(conn) = self.conn.take() {
+            if conn.client.is_closed() {
+                drop_clients(vec![conn.client]);
+                return;
+            }
             let mut idle = self
                 .pool
                 .idle
@@ -140,6 +142,9 @@ impl Drop for Pooled<'_> {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if idle.len() < MAX_IDLE {
                 idle.push(conn);
+            } else {
+                drop(idle);
+                drop_clients(vec![conn.client]);
             }
         }
     }
@@ -223,6 +228,48 @@ impl Pool {
             pool: self,
             conn: Some(conn),
         })
+    }
+}
+
+/// Runs `f`, which blocks on the database, safely from any thread. The
+/// blocking client drives its own runtime, which tokio refuses to start on
+/// a thread that is running async tasks; a server may call the store from
+/// one (the log's API is blocking and meant for the blocking pool, but a
+/// handler may forget). On a multi-threaded runtime's worker the call
+/// steps out with `block_in_place`; elsewhere (the blocking pool, plain
+/// threads) it runs directly. (From a current-thread runtime's task, use
+/// `spawn_blocking`.)
+pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+/// Drops connections off any async runtime (closing one blocks on the
+/// client's own runtime).
+pub(crate) fn drop_clients(clients: Vec<Client>) {
+    if clients.is_empty() {
+        return;
+    }
+    if tokio::runtime::Handle::try_current().is_ok() {
+        let _ = std::thread::Builder::new()
+            .name("docket-pg-close".into())
+            .spawn(move || drop(clients));
+    } else {
+        drop(clients);
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let idle = std::mem::take(
+            self.idle
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        drop_clients(idle.into_iter().map(|c| c.client).collect());
     }
 }
 

@@ -203,11 +203,13 @@ impl ScratchPostgres {
             std::process::id(),
             NEXT_DB.fetch_add(1, Ordering::Relaxed)
         );
-        let mut client = postgres::Client::connect(&self.admin_url, postgres::NoTls)
-            .map_err(|e| PgError::db("connecting to the scratch server", e))?;
-        client
-            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
-            .map_err(|e| PgError::db("creating a scratch database", e))?;
+        crate::pool::blocking(|| {
+            let mut client = postgres::Client::connect(&self.admin_url, postgres::NoTls)
+                .map_err(|e| PgError::db("connecting to the scratch server", e))?;
+            client
+                .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+                .map_err(|e| PgError::db("creating a scratch database", e))
+        })?;
         Ok(format!(
             "postgres://{}@{}/{name}",
             self.user, self.authority

@@ -123,6 +123,10 @@ impl PgStore {
     /// Connects to the ledger in the database at `url` (read-only until
     /// [`PgStore::try_lead`]), applying schema migrations it lacks.
     pub fn open(url: &str) -> Result<Self> {
+        pool::blocking(|| Self::open_blocking(url))
+    }
+
+    fn open_blocking(url: &str) -> Result<Self> {
         let config = pool::config(url)?;
         let mut client = pool::connect(&config)?;
         schema::migrate(&mut client)?;
@@ -133,6 +137,10 @@ impl PgStore {
     /// Whether the database at `url` holds a ledger (it may not even have
     /// the schema yet).
     pub fn holds_ledger(url: &str) -> Result<bool> {
+        pool::blocking(|| Self::holds_ledger_blocking(url))
+    }
+
+    fn holds_ledger_blocking(url: &str) -> Result<bool> {
         let config = pool::config(url)?;
         let mut client = pool::connect(&config)?;
         let exists: bool = client
@@ -150,6 +158,10 @@ impl PgStore {
     /// database that already holds a ledger (or any event). The store is
     /// read-only until [`PgStore::try_lead`].
     pub fn create(url: &str, meta: &LedgerMeta) -> Result<Self> {
+        pool::blocking(|| Self::create_blocking(url, meta))
+    }
+
+    fn create_blocking(url: &str, meta: &LedgerMeta) -> Result<Self> {
         let config = pool::config(url)?;
         let mut client = pool::connect(&config)?;
         schema::migrate(&mut client)?;
@@ -264,6 +276,10 @@ impl PgStore {
     /// later commit of that holder fails its fencing check. Returns whether
     /// this process now holds the lease.
     pub fn try_lead(&self, holder: &str, address: &str) -> Result<bool> {
+        pool::blocking(|| self.try_lead_blocking(holder, address))
+    }
+
+    fn try_lead_blocking(&self, holder: &str, address: &str) -> Result<bool> {
         if self.is_leader() {
             return Ok(true);
         }
@@ -354,6 +370,10 @@ impl PgStore {
 
     /// The lease as the database records it.
     pub fn lease_info(&self) -> Result<LeaseInfo> {
+        pool::blocking(|| self.lease_info_blocking())
+    }
+
+    fn lease_info_blocking(&self) -> Result<LeaseInfo> {
         let mut conn = self.pool.get()?;
         let c = &mut *conn;
         let row = c
@@ -398,6 +418,15 @@ impl PgStore {
         f: impl FnOnce(&Stmts, &mut postgres::Transaction<'_>) -> Result<T, LogError>,
     ) -> Result<T, LogError> {
         let mine = self.write_token()?;
+        pool::blocking(|| self.fenced_blocking(what, mine, f))
+    }
+
+    fn fenced_blocking<T>(
+        &self,
+        what: &str,
+        mine: i64,
+        f: impl FnOnce(&Stmts, &mut postgres::Transaction<'_>) -> Result<T, LogError>,
+    ) -> Result<T, LogError> {
         let mut conn = self.pool.get()?;
         let Conn { client, stmts } = &mut *conn;
         let mut tx = client
@@ -430,9 +459,11 @@ impl PgStore {
         f: impl FnOnce(&Stmts, &mut Client) -> Result<T, postgres::Error>,
         what: &str,
     ) -> Result<T, LogError> {
-        let mut conn = self.pool.get()?;
-        let Conn { client, stmts } = &mut *conn;
-        f(stmts, client).map_err(|e| db(what, e))
+        pool::blocking(|| {
+            let mut conn = self.pool.get()?;
+            let Conn { client, stmts } = &mut *conn;
+            f(stmts, client).map_err(|e| db(what, e))
+        })
     }
 
     fn cache_upper(&self, nodes: impl IntoIterator<Item = (u8, u64, Hash)>) {
@@ -444,6 +475,17 @@ impl PgStore {
             if level >= CACHED_FROM_LEVEL {
                 upper.insert((level, index), hash);
             }
+        }
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        // The lease session first (its keeper unlocks and closes it), then
+        // the campaign session, off any async runtime.
+        drop(lock(&self.lease).take());
+        if let Some(c) = lock(&self.campaign).take() {
+            pool::drop_clients(vec![c]);
         }
     }
 }
@@ -614,28 +656,7 @@ impl Store for PgStore {
     }
 
     fn for_each_statement(&self, f: &mut dyn FnMut(Hash)) -> Result<(), LogError> {
-        let mut conn = self.pool.get()?;
-        let Conn { client, stmts } = &mut *conn;
-        let mut tx = client
-            .transaction()
-            .map_err(|e| db("scanning statement digests", e))?;
-        let portal = tx
-            .bind(&stmts.all_statements, &[])
-            .map_err(|e| db("scanning statement digests", e))?;
-        loop {
-            let rows = tx
-                .query_portal(&portal, 50_000)
-                .map_err(|e| db("scanning statement digests", e))?;
-            if rows.is_empty() {
-                break;
-            }
-            for r in rows {
-                if let Ok(d) = <[u8; 32]>::try_from(r.get::<_, &[u8]>(0)) {
-                    f(d);
-                }
-            }
-        }
-        tx.commit().map_err(|e| db("scanning statement digests", e))
+        pool::blocking(|| self.for_each_statement_blocking(f))
     }
 
     fn leaf_hashes(&self, from: u64, to: u64) -> Result<Vec<(u64, Hash)>, LogError> {
@@ -752,6 +773,33 @@ impl Store for PgStore {
                 ))
             }
         })
+    }
+}
+
+impl PgStore {
+    fn for_each_statement_blocking(&self, f: &mut dyn FnMut(Hash)) -> Result<(), LogError> {
+        let mut conn = self.pool.get()?;
+        let Conn { client, stmts } = &mut *conn;
+        let mut tx = client
+            .transaction()
+            .map_err(|e| db("scanning statement digests", e))?;
+        let portal = tx
+            .bind(&stmts.all_statements, &[])
+            .map_err(|e| db("scanning statement digests", e))?;
+        loop {
+            let rows = tx
+                .query_portal(&portal, 50_000)
+                .map_err(|e| db("scanning statement digests", e))?;
+            if rows.is_empty() {
+                break;
+            }
+            for r in rows {
+                if let Ok(d) = <[u8; 32]>::try_from(r.get::<_, &[u8]>(0)) {
+                    f(d);
+                }
+            }
+        }
+        tx.commit().map_err(|e| db("scanning statement digests", e))
     }
 }
 

@@ -13,6 +13,7 @@ pub mod core_cmds;
 pub mod domain_cmds;
 pub mod exit;
 pub mod export_cmds;
+pub mod http;
 pub mod output;
 pub mod pg_cmds;
 pub mod retention_cmds;

@@ -14,6 +14,7 @@
 //! origin = "docket.example/prod"  # checkpoint origin when initialising
 //! shutdown_grace_secs = 10        # then open connections are cut
 //! sweep_every_secs = 3600         # periodic retention sweep; 0 = off
+//! http = "127.0.0.1:8080"        # HTTP read side (metrics, tiles, explorer); off unless set
 //! tls_cert = "/etc/docket/server.pem"   # TLS (both cert and key)
 //! tls_key = "/etc/docket/server.key"
 //! tls_client_ca = "/etc/docket/clients-ca.pem"   # mutual TLS
@@ -79,6 +80,10 @@ pub struct ServeArgs {
     /// seconds; 0 turns periodic sweeps off.
     #[arg(long, env = "DOCKET_SWEEP_EVERY_SECS")]
     pub sweep_every_secs: Option<u64>,
+    /// Also serve the HTTP read side on this address: `/metrics`,
+    /// `/checkpoint` and tlog tiles, the web explorer (off by default).
+    #[arg(long, env = "DOCKET_HTTP", value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
     /// Serve TLS with this PEM certificate chain (with --tls-key).
     #[arg(long, env = "DOCKET_SERVER_TLS_CERT")]
     pub tls_cert: Option<PathBuf>,
@@ -123,6 +128,7 @@ pub struct ConfigFile {
     pub origin: Option<String>,
     pub shutdown_grace_secs: Option<u64>,
     pub sweep_every_secs: Option<u64>,
+    pub http: Option<SocketAddr>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub tls_client_ca: Option<PathBuf>,
@@ -169,6 +175,8 @@ pub struct ServeOptions {
     pub shutdown_grace: std::time::Duration,
     /// Interval of the periodic retention sweep (None: off).
     pub sweep_every: Option<std::time::Duration>,
+    /// The HTTP read side's address (None: off).
+    pub http: Option<SocketAddr>,
     /// TLS (and mutual TLS) settings; None serves plaintext HTTP/2.
     pub tls: Option<TlsFiles>,
     /// Upload quota per key and the disk reserve.
@@ -200,6 +208,7 @@ impl ServeOptions {
             origin: None,
             shutdown_grace: std::time::Duration::from_secs(10),
             sweep_every: None,
+            http: None,
             tls: None,
             uploads: UploadLimits::default(),
             store: None,
@@ -249,6 +258,7 @@ impl ServeOptions {
             .or(file.sweep_every_secs)
             .unwrap_or(DEFAULT_SWEEP_EVERY_SECS);
         o.sweep_every = (sweep > 0).then(|| std::time::Duration::from_secs(sweep));
+        o.http = args.http.or(file.http);
         let cert = args.tls_cert.clone().or(file.tls_cert);
         let key = args.tls_key.clone().or(file.tls_key);
         let client_ca = args.tls_client_ca.clone().or(file.tls_client_ca);
@@ -341,6 +351,7 @@ mod tests {
             origin: None,
             shutdown_grace_secs: None,
             sweep_every_secs: None,
+            http: None,
             tls_cert: None,
             tls_key: None,
             tls_client_ca: None,

@@ -92,6 +92,8 @@ pub struct RunningServer {
     pub init: Option<InitOutcome>,
     /// The TLS settings, when serving TLS.
     pub tls: Option<config::TlsFiles>,
+    /// The HTTP read side's bound address (`--http`), when on.
+    pub http: Option<SocketAddr>,
     shutdown_tx: watch::Sender<bool>,
     task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
     docket: Docket,
@@ -344,6 +346,19 @@ pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
         .add_service(RetentionServer::new(domain.clone()).max_decoding_message_size(max))
         .add_service(ExportServer::new(domain).max_decoding_message_size(max));
     drop(shared);
+    // The HTTP read side (`--http`): metrics, tiles, explorer (crate::http).
+    let http = match opts.http {
+        Some(a) => Some(
+            crate::http::spawn(
+                a,
+                docket.clone(),
+                opts.read_token.clone(),
+                shutdown_rx.clone(),
+            )
+            .await?,
+        ),
+        None => None,
+    };
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let mut stop = shutdown_rx;
     let task = tokio::spawn(async move {
@@ -365,6 +380,7 @@ pub async fn spawn(opts: ServeOptions) -> Result<RunningServer> {
         addr,
         init,
         tls: opts.tls.clone(),
+        http,
         shutdown_tx,
         task,
         docket,
@@ -515,6 +531,9 @@ fn announce(data: &Path, server: &RunningServer, json: bool) {
             "listening": server.addr.to_string(),
             "data": data,
         });
+        if let Some(http) = server.http {
+            v["http"] = serde_json::json!(http.to_string());
+        }
         if let Some(init) = &server.init {
             v["initialised"] = serde_json::json!({
                 "admin_key": init.admin_key_path,
@@ -542,6 +561,9 @@ fn announce(data: &Path, server: &RunningServer, json: bool) {
                     ""
                 }
             );
+        }
+        if let Some(http) = server.http {
+            println!("http on http://{http}");
         }
         println!("listening on {}", server.addr);
     }

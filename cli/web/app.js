@@ -356,8 +356,8 @@ async function eventPage(seq) {
     const p = pinned();
     const r = await v.verifyEventInclusion({ seq, eventB64: e.event_b64, proof, vkeyText: p ? p.vkey : "" });
     for (const s of r.steps) steps.append(h("li", { class: s.ok ? "ok" : "bad" }, `${s.name}: ${s.ok ? "✓" : "✗"} ${s.detail}`));
+    if (ev) document.getElementById("leaf-hash").textContent = v.hex(await v.leafHash(v.b64decode(e.event_b64)));
     if (r.ok) {
-      document.getElementById("leaf-hash").textContent = v.hex(await v.leafHash(v.b64decode(e.event_b64)));
       setStatus(status, true, `verified: event #${seq} is in the log of ${r.checkpoint.size} events signed by the pinned key (author signature valid)`);
     } else {
       setStatus(status, false, `NOT verified: ${r.why}`);

@@ -307,3 +307,60 @@ async fn tile(State(s): State<Arc<AppState>>, Path(rest): Path<String>) -> Respo
         Err(e) => text_error(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read as _, Write as _};
+
+    use super::*;
+
+    fn status_of(addr: SocketAddr, path: &str, token: Option<&str>) -> u16 {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+        write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n{auth}\r\n").unwrap();
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).unwrap();
+        String::from_utf8_lossy(&raw[..12])
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_read_token_guards_everything_but_the_explorer_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (docket, _) = Docket::init(
+            &dir.path().join("ledger"),
+            None,
+            docket_domain::domain::DocketOptions::default(),
+        )
+        .unwrap();
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let addr = rt
+            .block_on(spawn(
+                "127.0.0.1:0".parse().unwrap(),
+                docket.clone(),
+                Some("s3cret".into()),
+                stop_rx,
+            ))
+            .unwrap();
+        for path in ["/checkpoint", "/tile/0/000.p/1", "/metrics", "/api/head"] {
+            assert_eq!(status_of(addr, path, None), 401, "{path}");
+            assert_eq!(status_of(addr, path, Some("wrong")), 401, "{path}");
+            assert_eq!(status_of(addr, path, Some("s3cret")), 200, "{path}");
+        }
+        assert_eq!(status_of(addr, "/", None), 200);
+        assert_eq!(status_of(addr, "/ui/app.js", None), 200);
+        assert_eq!(status_of(addr, "/ui/nope.js", None), 404);
+        stop_tx.send(true).unwrap();
+        rt.shutdown_timeout(std::time::Duration::from_secs(5));
+        docket.close().unwrap();
+    }
+}

@@ -63,10 +63,12 @@ impl LedgerState {
             (KeysProjection::NAME, self.keys.snapshot_bytes()),
             (
                 VerdictsProjection::NAME,
+                // Invariant: as above.
                 serde_json::to_vec(&self.domain.verdicts).expect("verdicts serialise"),
             ),
             (
                 OidRegistry::NAME,
+                // Invariant: as above.
                 serde_json::to_vec(&self.domain.oids).expect("oids serialise"),
             ),
             (

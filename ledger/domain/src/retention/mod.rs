@@ -23,7 +23,7 @@
 //! Retention depends on the evidence aggregate ([`crate::oids`]) and reads
 //! the tasks ([`crate::tasks`], for the count limit); neither depends on
 //! it. The operations that touch the disk (sweeps, reconciliation after a
-//! crash, redaction) are the service's: `crate::domain::retention_service`.
+//! crash, redaction) are the service's: `domain::retention_service`.
 //! The rules, payloads and crash-safety argument are in `docs/RETENTION.md`.
 
 pub mod admit;

@@ -1,6 +1,6 @@
 //! What the retention operations report: sweeps (and their options),
 //! reconciliation of the blob store, redactions. Plain data; the service
-//! (`crate::domain::retention_service`) fills them in.
+//! (the service's `domain::retention_service`) fills them in.
 
 use serde::Serialize;
 

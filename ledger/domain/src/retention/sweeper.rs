@@ -3,7 +3,7 @@
 //!
 //! It is driven by time, not by events (expiry is a matter of the clock),
 //! so it keeps no cursor; the sweep itself decides from the state. The
-//! service implements [`PeriodicSweep`] (`crate::domain::Docket`), so this
+//! service implements [`PeriodicSweep`] (`domain::Docket`), so this
 //! module does not depend on it.
 
 use std::path::PathBuf;

@@ -31,8 +31,25 @@ struct Cli {
     /// Machine output: one JSON object per line.
     #[arg(long, global = true)]
     json: bool,
+    /// Log format on stderr: `text` (the default) or `json` (one JSON
+    /// object per line, for log collectors). `DOCKET_LOG` sets the level.
+    #[arg(
+        long,
+        global = true,
+        env = "DOCKET_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -66,6 +83,18 @@ enum Command {
     ValidateTask(verify_cmds::ValidateTaskArgs),
     /// Classify failures from logs and an exit code.
     Classify(verify_cmds::ClassifyArgs),
+    /// Print a shell completion script (e.g. `docket completions bash >
+    /// ~/.local/share/bash-completion/completions/docket`).
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages, one per command (docket.1, docket-init.1, …).
+    Man {
+        /// Directory to write the pages into (created if missing).
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
+    },
     #[command(flatten)]
     Domain(domain_cmds::DomainCmd),
     #[command(flatten)]
@@ -91,10 +120,10 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    init_tracing(matches!(
-        cli.command,
-        Command::Server(server::ServerCmd::Serve(_))
-    ));
+    init_tracing(
+        matches!(cli.command, Command::Server(server::ServerCmd::Serve(_))),
+        cli.log_format,
+    );
     let out = Output { json: cli.json };
     let store = match docket_cli::pg_cmds::store_url(cli.store.as_deref()) {
         Ok(s) => s,
@@ -123,6 +152,12 @@ fn main() -> ExitCode {
         Command::Verify(a) => verify_cmds::run_verify(a),
         Command::ValidateTask(a) => verify_cmds::run_validate_task(a),
         Command::Classify(a) => verify_cmds::run_classify(a),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "docket", &mut std::io::stdout());
+            Ok(0)
+        }
+        Command::Man { out: dir } => write_man_pages(dir, out),
         Command::Domain(c) => domain_cmds::run(c, &ctx),
         Command::Retention(c) => retention_cmds::run(c, &ctx),
         Command::Export(c) => export_cmds::run(c, &ctx),
@@ -148,12 +183,55 @@ fn main() -> ExitCode {
 
 /// Logs go to stderr; `DOCKET_LOG` sets the filter (default: `info` for the
 /// server, `warn` for one-shot commands).
-fn init_tracing(serving: bool) {
+fn init_tracing(serving: bool, format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     let default = if serving { "info" } else { "warn" };
     let filter = EnvFilter::try_from_env("DOCKET_LOG").unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// `docket man --out DIR`: one roff page per command and subcommand, named
+/// like git's (`docket-log-append.1`).
+fn write_man_pages(dir: &std::path::Path, out: Output) -> anyhow::Result<u8> {
+    use anyhow::Context as _;
+    fn walk(
+        cmd: &clap::Command,
+        name: String,
+        dir: &std::path::Path,
+        written: &mut Vec<PathBuf>,
+    ) -> anyhow::Result<()> {
+        // clap names are `Str` (static without clap's `string` feature):
+        // leaking a few short names once per run is fine.
+        let leaked: &'static str = name.clone().leak();
+        let cmd = cmd.clone().name(leaked).bin_name(name.replace('-', " "));
+        let mut buf = Vec::new();
+        clap_mangen::Man::new(cmd.clone()).render(&mut buf)?;
+        let path = dir.join(format!("{name}.1"));
+        std::fs::write(&path, buf).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            walk(sub, format!("{name}-{}", sub.get_name()), dir, written)?;
+        }
+        Ok(())
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    cmd.build();
+    let mut written = Vec::new();
+    walk(&cmd, "docket".into(), dir, &mut written)?;
+    if out.json {
+        println!(
+            "{}",
+            serde_json::json!({"dir": dir.display().to_string(), "pages": written.len()})
+        );
+    } else {
+        println!("wrote {} man pages to {}", written.len(), dir.display());
+    }
+    Ok(0)
 }

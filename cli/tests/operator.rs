@@ -1,0 +1,103 @@
+//! The operator's experience (issue "One command-line path, and an
+//! operator's experience that needs no reading of the code"): shell
+//! completions, man pages, structured logs, the verdict `submit` reports.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn docket() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_docket"));
+    // The caller's environment must not change what these tests see.
+    for v in [
+        "DOCKET_DATA",
+        "DOCKET_SERVER",
+        "DOCKET_STORE",
+        "DOCKET_LOG",
+        "DOCKET_LOG_FORMAT",
+        "DOCKET_CONFIG",
+        "DOCKET_TRUSTED_KEY",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn completions_for_each_shell_and_one_man_page_per_command() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = docket().args(["completions", shell]).output().unwrap();
+        ok(&out);
+        let script = String::from_utf8(out.stdout).unwrap();
+        assert!(script.contains("docket"), "{shell}: {script}");
+        assert!(script.contains("submit"), "{shell} completes subcommands");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let man = dir.path().join("man");
+    let out = docket()
+        .args(["man", "--out"])
+        .arg(&man)
+        .output()
+        .unwrap();
+    ok(&out);
+    for page in ["docket.1", "docket-init.1", "docket-submit.1", "docket-log-append.1"] {
+        let text = std::fs::read_to_string(man.join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(text.contains(".TH"), "{page} is a roff page");
+    }
+}
+
+#[test]
+fn log_format_json_writes_one_json_object_per_stderr_line() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("ledger");
+    ok(&docket().arg("--data").arg(&data).arg("init").output().unwrap());
+    // Deleted snapshots are rebuilt from the log, with a warning.
+    for e in std::fs::read_dir(data.join("snapshots")).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    let out = docket()
+        .args(["--log-format", "json", "--data"])
+        .arg(&data)
+        .arg("checkpoint")
+        .output()
+        .unwrap();
+    ok(&out);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(!lines.is_empty(), "a rebuilt snapshot is logged");
+    for l in &lines {
+        let v: serde_json::Value =
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+        assert!(v.get("level").is_some(), "{l}");
+    }
+    assert!(stderr.contains("rebuilding"), "{stderr}");
+    // The environment variable does the same.
+    for e in std::fs::read_dir(data.join("snapshots")).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    let out = docket()
+        .env("DOCKET_LOG_FORMAT", "json")
+        .arg("--data")
+        .arg(&data)
+        .arg("checkpoint")
+        .output()
+        .unwrap();
+    ok(&out);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let first = stderr.lines().next().expect("a warning");
+    serde_json::from_str::<serde_json::Value>(first).unwrap();
+}
+
+#[allow(dead_code)]
+fn demo() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/demo"))
+}

@@ -29,8 +29,19 @@ struct Cli {
     #[arg(long, global = true, env = "DOCKET_STORE")]
     store: Option<String>,
     /// Machine output: one JSON object per line.
-    #[arg(long, global = true)]
+    #[arg(
+        long,
+        global = true,
+        env = "DOCKET_JSON",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
     json: bool,
+    /// Configuration file (TOML; JSON for `*.json`) for the global options
+    /// (data, server, json, log_format, trusted_key, store) and `serve`'s;
+    /// default: DATA/docket.toml when it exists. Precedence: flag > env >
+    /// file > built-in default.
+    #[arg(long, global = true, env = "DOCKET_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Log format on stderr: `text` (the default) or `json` (one JSON
     /// object per line, for log collectors). `DOCKET_LOG` sets the level.
     #[arg(
@@ -106,7 +117,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let mut cli = match parse_cli() {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -124,6 +135,10 @@ fn main() -> ExitCode {
         matches!(cli.command, Command::Server(server::ServerCmd::Serve(_))),
         cli.log_format,
     );
+    let config = config_path(&cli);
+    if let Command::Server(server::ServerCmd::Serve(a)) = &mut cli.command {
+        a.config = config;
+    }
     let out = Output { json: cli.json };
     let store = match docket_cli::pg_cmds::store_url(cli.store.as_deref()) {
         Ok(s) => s,
@@ -234,4 +249,69 @@ fn write_man_pages(dir: &std::path::Path, out: Output) -> anyhow::Result<u8> {
         println!("wrote {} man pages to {}", written.len(), dir.display());
     }
     Ok(0)
+}
+
+/// The options a config file may set, by clap argument id (the same as the
+/// file's keys). Subcommand arguments with these ids (`trusted_key`) take
+/// the file's value too.
+const CONFIG_KEYS: &[&str] = &["data", "server", "json", "log_format", "store", "trusted_key"];
+
+/// `--config FILE`, else `DATA/docket.toml` when it exists.
+fn config_path(cli: &Cli) -> Option<PathBuf> {
+    cli.config
+        .clone()
+        .or_else(|| Some(cli.data.join("docket.toml")).filter(|p| p.is_file()))
+}
+
+/// Parses the command line; values from a config file become the defaults
+/// of the arguments flags and environment variables left unset, so the
+/// precedence is flag > env > file > built-in default.
+fn parse_cli() -> Result<Cli, clap::Error> {
+    use clap::error::ErrorKind;
+    use clap::{CommandFactory, FromArgMatches};
+    let first = Cli::try_parse()?;
+    let Some(path) = config_path(&first) else {
+        return Ok(first);
+    };
+    let bad = |msg: String| clap::Error::raw(ErrorKind::InvalidValue, format!("{msg}\n"));
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| bad(format!("cannot read config {}: {e}", path.display())))?;
+    let table: serde_json::Value = if path.extension().is_some_and(|e| e == "json") {
+        serde_json::from_str(&text).map_err(|e| bad(format!("invalid config {}: {e}", path.display())))?
+    } else {
+        toml::from_str(&text).map_err(|e| bad(format!("invalid config {}: {e}", path.display())))?
+    };
+    let mut cmd = Cli::command();
+    for key in CONFIG_KEYS {
+        let value = match table.get(*key) {
+            None | Some(serde_json::Value::Null) => continue,
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Bool(b)) => b.to_string(),
+            Some(other) => {
+                return Err(bad(format!(
+                    "invalid config {}: {key} must be a string or a boolean, not {other}",
+                    path.display()
+                )));
+            }
+        };
+        // clap's `OsStr` is static without its `string` feature.
+        let value: &'static str = value.leak();
+        cmd = with_default(cmd, key, value);
+    }
+    let matches = cmd.try_get_matches()?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// Sets the default of argument `id` in `cmd` and all its subcommands.
+fn with_default(cmd: clap::Command, id: &str, value: &'static str) -> clap::Command {
+    let mut cmd = if cmd.get_arguments().any(|a| a.get_id() == id) {
+        cmd.mut_arg(id, |a| a.default_value(value))
+    } else {
+        cmd
+    };
+    let subs: Vec<String> = cmd.get_subcommands().map(|s| s.get_name().to_string()).collect();
+    for sub in subs {
+        cmd = cmd.mut_subcommand(sub, |c| with_default(c, id, value));
+    }
+    cmd
 }

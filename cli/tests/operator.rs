@@ -101,3 +101,70 @@ fn log_format_json_writes_one_json_object_per_stderr_line() {
 fn demo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/demo"))
 }
+
+fn is_json(out: &Output) -> bool {
+    ok(out);
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok()
+}
+
+#[test]
+fn config_file_precedence_is_flag_then_env_then_file() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("ledger");
+    ok(&docket().arg("--data").arg(&data).arg("init").output().unwrap());
+    let checkpoint = || {
+        let mut c = docket();
+        c.arg("--data").arg(&data).arg("checkpoint");
+        c
+    };
+    assert!(!is_json(&checkpoint().output().unwrap()), "no file: human");
+    // DATA/docket.toml is found without --config.
+    std::fs::write(data.join("docket.toml"), "json = true\n").unwrap();
+    assert!(is_json(&checkpoint().output().unwrap()), "file");
+    // env > file.
+    let out = checkpoint().env("DOCKET_JSON", "false").output().unwrap();
+    assert!(!is_json(&out), "env over file");
+    // flag > env.
+    let out = checkpoint()
+        .env("DOCKET_JSON", "false")
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(is_json(&out), "flag over env");
+    // --config FILE elsewhere, naming the data directory itself.
+    let cfg = root.path().join("ops.toml");
+    std::fs::write(
+        &cfg,
+        format!("data = {:?}\njson = true\n", data.display().to_string()),
+    )
+    .unwrap();
+    let out = docket()
+        .arg("--config")
+        .arg(&cfg)
+        .arg("checkpoint")
+        .current_dir(root.path())
+        .output()
+        .unwrap();
+    assert!(is_json(&out), "--config sets data and json");
+    // A server named in the file is used unless a flag says otherwise.
+    std::fs::write(&cfg, "server = \"http://127.0.0.1:1\"\n").unwrap();
+    let out = docket()
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--data")
+        .arg(&data)
+        .arg("checkpoint")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the file's server is unreachable");
+    // A malformed file is a usage error naming the file.
+    std::fs::write(&cfg, "json = [1]\n").unwrap();
+    let out = docket()
+        .arg("--config")
+        .arg(&cfg)
+        .arg("checkpoint")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ops.toml"));
+}

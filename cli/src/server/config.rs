@@ -48,8 +48,10 @@ pub struct ServeArgs {
     /// printed as `listening on ADDR`).
     #[arg(long, env = "DOCKET_LISTEN")]
     pub listen: Option<SocketAddr>,
-    /// Configuration file (TOML, or JSON for `*.json`).
-    #[arg(long, env = "DOCKET_CONFIG")]
+    /// Configuration file (TOML, or JSON for `*.json`): the global
+    /// `--config FILE` (env `DOCKET_CONFIG`, else `DATA/docket.toml`), set
+    /// by `main.rs`; one file holds the global options and serve's.
+    #[arg(skip)]
     pub config: Option<PathBuf>,
     /// Appends in flight at once; further callers wait (back-pressure).
     #[arg(long, env = "DOCKET_MAX_INFLIGHT")]
@@ -134,6 +136,12 @@ pub struct ConfigFile {
     pub tls_client_ca: Option<PathBuf>,
     pub upload_quota: Option<SizeSetting>,
     pub disk_reserve: Option<SizeSetting>,
+    // The global options (`main.rs` applies them; serve ignores them here).
+    pub server: Option<String>,
+    pub json: Option<bool>,
+    pub log_format: Option<String>,
+    pub store: Option<String>,
+    pub trusted_key: Option<String>,
 }
 
 impl ConfigFile {

@@ -97,9 +97,106 @@ fn log_format_json_writes_one_json_object_per_stderr_line() {
     serde_json::from_str::<serde_json::Value>(first).unwrap();
 }
 
-#[allow(dead_code)]
 fn demo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/demo"))
+}
+
+/// A ledger in ROOT/ledger with a submitter key ROOT/s.key and the demo
+/// task registered; returns (data, key, task id).
+fn ledger_with_demo_task(root: &Path) -> (std::path::PathBuf, std::path::PathBuf, String) {
+    let data = root.join("ledger");
+    ok(&docket().arg("--data").arg(&data).arg("init").output().unwrap());
+    let key = root.join("s.key");
+    let out = docket()
+        .args(["--json", "keygen", "--out"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pubkey = v["public_key"].as_str().unwrap().to_string();
+    ok(&docket()
+        .arg("--data")
+        .arg(&data)
+        .args(["key", "add", &pubkey, "--role", "submitter", "--key"])
+        .arg(data.join("keys/admin.key"))
+        .output()
+        .unwrap());
+    let task: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(demo().join("task.json")).unwrap()).unwrap();
+    ok(&docket()
+        .arg("--data")
+        .arg(&data)
+        .args(["task", "register"])
+        .arg(demo().join("task.json"))
+        .arg("--key")
+        .arg(&key)
+        .output()
+        .unwrap());
+    (data, key, task["task_id"].as_str().unwrap().to_string())
+}
+
+fn submit(data: &Path, server: Option<&str>, dir: &str, task: &str, key: &Path) -> Output {
+    let mut c = docket();
+    c.arg("--data").arg(data);
+    if let Some(s) = server {
+        c.args(["--server", s]);
+    }
+    c.arg("submit")
+        .arg(demo().join(dir))
+        .args(["--task", task, "--key"])
+        .arg(key)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn submit_reports_the_verdict_of_the_submission_it_made() {
+    let root = tempfile::tempdir().unwrap();
+    let (data, key, task) = ledger_with_demo_task(root.path());
+    let out = submit(&data, None, "fail", &task, &key);
+    assert_eq!(out.status.code(), Some(5), "the failing submission");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FAIL"));
+    let out = submit(&data, None, "pass", &task, &key);
+    ok(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(" PASS"), "{stdout}");
+    assert!(!stdout.contains("FAIL"), "{stdout}");
+    // And through a server: fail, pass, fail again.
+    let mut serve = docket()
+        .arg("--data")
+        .arg(&data)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = listening_url(&mut serve);
+    let result = std::panic::catch_unwind(|| {
+        let out = submit(&data, Some(&url), "fail", &task, &key);
+        assert_eq!(out.status.code(), Some(5));
+        let out = submit(&data, Some(&url), "pass", &task, &key);
+        ok(&out);
+        assert!(String::from_utf8_lossy(&out.stdout).contains(" PASS"));
+    });
+    let _ = serve.kill();
+    let _ = serve.wait();
+    result.unwrap();
+}
+
+/// Reads `listening on ADDR` from a `docket serve` child; keeps draining.
+fn listening_url(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let addr = loop {
+        let line = lines.next().expect("serve printed its address").unwrap();
+        if let Some(a) = line.strip_prefix("listening on ") {
+            break a.trim().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    format!("http://{addr}")
 }
 
 fn is_json(out: &Output) -> bool {

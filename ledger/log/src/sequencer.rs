@@ -190,6 +190,24 @@ impl<M: StateMachine> std::fmt::Debug for Log<M> {
     }
 }
 
+/// `ledger.json` is missing: no ledger at all (exit 4), or a ledger whose
+/// configuration was lost (damage, exit 5) when its log or key is there.
+fn missing_config(dir: &Path) -> LogError {
+    if dir.join("log").exists()
+        || dir.join("keys/ledger.key").exists()
+        || dir.join("anchor").exists()
+    {
+        LogError::corrupt(
+            "ledger.json",
+            "the ledger's configuration is missing from a data directory that holds a ledger (its log or key is there)",
+        )
+    } else {
+        LogError::NotFound {
+            what: "a ledger in the data directory (run `docket init`)".into(),
+        }
+    }
+}
+
 /// Reads `DIR/ledger.json`: the origin and the ledger's public key, the
 /// trust anchor for checkpoints and snapshots. Needs no private key.
 pub fn read_config(dir: &Path) -> Result<(LogConfigFile, NoteVerifier)> {
@@ -198,9 +216,7 @@ pub fn read_config(dir: &Path) -> Result<(LogConfigFile, NoteVerifier)> {
         Ok(b) => serde_json::from_slice(&b)
             .map_err(|e| LogError::corrupt("ledger.json", e.to_string()))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(LogError::NotFound {
-                what: "a ledger in the data directory (run `docket init`)".into(),
-            });
+            return Err(missing_config(dir));
         }
         Err(e) => return Err(LogError::io(config_path, e)),
     };
@@ -229,9 +245,15 @@ pub fn open_sled_guarded(dir: &Path) -> Result<SledStore> {
         // held by another process, permissions) stays what it is.
         Ok(r) => r.map_err(|e| match e {
             LogError::Store {
+                source: sled::Error::Io(io),
                 context,
-                source: source @ sled::Error::Corruption { .. },
-            } => LogError::corrupt(
+            } => LogError::Store {
+                context,
+                source: sled::Error::Io(io),
+            },
+            // Corruption, or a damaged `conf` read as an unknown version
+            // (`Unsupported`): the store the ledger created is damaged.
+            LogError::Store { context, source } => LogError::corrupt(
                 "log/",
                 format!("the sled store does not open ({context}): {source}"),
             ),
@@ -304,6 +326,15 @@ impl<M: StateMachine> Log<M> {
             let sealed = crate::snapshot::seal(name, 0, &merkle::empty_root(), &bytes, &ledger_key);
             store.put_snapshot(name, &sealed)?;
         }
+        let filter = StatementFilter::for_len(0).to_bytes();
+        let sealed = crate::snapshot::seal(
+            StatementFilter::SNAPSHOT,
+            0,
+            &merkle::empty_root(),
+            &filter,
+            &ledger_key,
+        );
+        store.put_snapshot(StatementFilter::SNAPSHOT, &sealed)?;
         let config = LogConfigFile {
             origin,
             ledger_public_key: ledger_pub,
@@ -338,13 +369,18 @@ impl<M: StateMachine> Log<M> {
             Ok(b) => serde_json::from_slice(&b)
                 .map_err(|e| LogError::corrupt(config_path.display().to_string(), e.to_string()))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(LogError::NotFound {
-                    what: format!("a ledger in {} (run `docket init`)", dir.display()),
-                });
+                return Err(missing_config(dir));
             }
             Err(e) => return Err(LogError::io(config_path, e)),
         };
-        let ledger_key = keys::read_key_file(&dir.join("keys/ledger.key"))?;
+        let key_path = dir.join("keys/ledger.key");
+        if !key_path.exists() {
+            return Err(LogError::corrupt(
+                "keys/ledger.key",
+                "the ledger key is missing from a data directory that holds a ledger",
+            ));
+        }
+        let ledger_key = keys::read_key_file(&key_path)?;
         if hex::encode(ledger_key.verifying_key().to_bytes()) != config.ledger_public_key {
             return Err(LogError::corrupt(
                 "keys/ledger.key",
@@ -376,7 +412,19 @@ impl<M: StateMachine> Log<M> {
             }
             None => {
                 // A derived file missing, stale or refused: rebuild it from
-                // the statement index (one scan).
+                // the statement index (one scan), and say so when it was
+                // there but failed its check.
+                if store.snapshot(StatementFilter::SNAPSHOT)?.is_some() {
+                    tracing::warn!(
+                        "snapshot {} failed its check (edited, foreign or stale); rebuilding it from the log",
+                        StatementFilter::SNAPSHOT
+                    );
+                } else {
+                    tracing::warn!(
+                        "snapshot {} is missing; rebuilding it from the log",
+                        StatementFilter::SNAPSHOT
+                    );
+                }
                 let filter = StatementFilter::for_len(len);
                 store.for_each_statement(&mut |d| filter.insert(&d))?;
                 filter
@@ -982,7 +1030,7 @@ impl StatementFilter {
     /// Largest filter: 2^30 bits (128 MiB, ~60M statements at 16 bits each).
     const MAX_BITS_LOG2: u32 = 30;
     /// The persisted filter's snapshot name (sealed like a projection).
-    const SNAPSHOT: &'static str = "statement-filter";
+    const SNAPSHOT: &'static str = crate::verify::STATEMENT_FILTER;
 
     /// A filter with 32 to 64 bits per statement for a log of `len`
     /// statements: room to grow 4x before it is rebuilt larger.

@@ -95,6 +95,9 @@ impl std::fmt::Display for Finding {
     }
 }
 
+/// The sealed statement filter's snapshot name (written by the sequencer).
+pub const STATEMENT_FILTER: &str = "statement-filter";
+
 /// Findings beyond this many are counted, not listed.
 const MAX_FINDINGS: usize = 1000;
 
@@ -618,6 +621,13 @@ pub fn verify_log<M: StateMachine>(
         None => None,
     };
     let snapshots = if options.snapshots && full_range {
+        // The statement filter is a derived file too: an unauthentic one is
+        // tampering (the open rebuilds it).
+        if let Some(sealed) = store.snapshot(STATEMENT_FILTER)?
+            && let Err(e) = snapshot::open(STATEMENT_FILTER, &sealed, trust.snapshots)
+        {
+            findings.push(FindingKind::SnapshotTampered, None, e.to_string());
+        }
         Some(read_snapshots::<M>(
             store,
             trust.snapshots,

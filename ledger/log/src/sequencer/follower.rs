@@ -296,78 +296,91 @@ fn fail<M>(inner: &Inner<M>, msg: &str) {
 }
 
 fn follow<M: StateMachine>(inner: &Inner<M>) -> Result<u64> {
-    let mut guard = lock(&inner.follower);
-    let Some(position) = guard.as_mut() else {
-        return Ok(inner.committed_len.load(Ordering::Acquire));
-    };
     let verifier = NoteVerifier::new(&inner.origin, inner.ledger_key.verifying_key())?;
     loop {
-        let len = inner.committed_len.load(Ordering::Acquire);
-        // The next commit boundary within a step, else the latest one.
-        let target = match inner.store.checkpoints(len + 1, len + FOLLOW_STEP)?.pop() {
-            Some(c) => Some(c),
-            None => inner
-                .store
-                .checkpoint(None)?
-                .filter(|(size, _)| *size > len),
-        };
-        let Some((size, note)) = target else {
-            return Ok(len);
-        };
-        let cp = checkpoint::open_note(&note, &verifier).map_err(|e| {
-            LogError::corrupt(
-                format!("checkpoint {size}"),
-                format!("the stored checkpoint does not verify: {e}"),
-            )
-        })?;
-        if cp.size != size {
-            return Err(LogError::corrupt(
-                format!("checkpoint {size}"),
-                format!("the checkpoint stored under size {size} says {}", cp.size),
-            ));
-        }
-        let step = read_step(inner.store.as_ref(), position, len, size)?;
-        if step.frontier.root() != cp.root {
-            return Err(LogError::corrupt(
-                format!("events 0..{size}"),
-                format!(
-                    "the root of the first {size} events ({}) differs from the signed checkpoint's ({})",
-                    hex::encode(step.frontier.root()),
-                    hex::encode(cp.root)
-                ),
-            ));
-        }
-        {
-            let mut state = inner
-                .state
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            for event in &step.events {
-                state.apply(event).map_err(|e| {
-                    LogError::corrupt(
-                        format!("event {}", event.seq),
-                        format!("a committed event does not fold: {e}"),
-                    )
-                })?;
+        match follow_step(inner, &verifier)? {
+            // Listeners run without the follower's lock held (one may ask
+            // whether this log is a follower).
+            Some(size) => {
+                for l in lock(&inner.listeners).iter() {
+                    l(size);
+                }
             }
-        }
-        for d in &step.digests {
-            inner.statement_filter.insert(d);
-        }
-        position.frontier = step.frontier;
-        position.prev_hash = step.prev_hash;
-        position.last_time = step.last_time;
-        inner.visible_len.store(size, Ordering::Release);
-        {
-            let mut c = lock(&inner.committed);
-            *c = size;
-            inner.committed_len.store(size, Ordering::Release);
-        }
-        inner.committed_changed.notify_all();
-        for l in lock(&inner.listeners).iter() {
-            l(size);
+            None => return Ok(inner.committed_len.load(Ordering::Acquire)),
         }
     }
+}
+
+/// Folds the events up to the next commit boundary (within
+/// [`FOLLOW_STEP`] events when there is one); returns the new length, or
+/// None when there is nothing new (or this log is no longer a follower).
+fn follow_step<M: StateMachine>(inner: &Inner<M>, verifier: &NoteVerifier) -> Result<Option<u64>> {
+    let mut guard = lock(&inner.follower);
+    let Some(position) = guard.as_mut() else {
+        return Ok(None);
+    };
+    let len = inner.committed_len.load(Ordering::Acquire);
+    let target = match inner.store.checkpoints(len + 1, len + FOLLOW_STEP)?.pop() {
+        Some(c) => Some(c),
+        None => inner
+            .store
+            .checkpoint(None)?
+            .filter(|(size, _)| *size > len),
+    };
+    let Some((size, note)) = target else {
+        return Ok(None);
+    };
+    let cp = checkpoint::open_note(&note, verifier).map_err(|e| {
+        LogError::corrupt(
+            format!("checkpoint {size}"),
+            format!("the stored checkpoint does not verify: {e}"),
+        )
+    })?;
+    if cp.size != size {
+        return Err(LogError::corrupt(
+            format!("checkpoint {size}"),
+            format!("the checkpoint stored under size {size} says {}", cp.size),
+        ));
+    }
+    let step = read_step(inner.store.as_ref(), position, len, size)?;
+    if step.frontier.root() != cp.root {
+        return Err(LogError::corrupt(
+            format!("events 0..{size}"),
+            format!(
+                "the root of the first {size} events ({}) differs from the signed checkpoint's ({})",
+                hex::encode(step.frontier.root()),
+                hex::encode(cp.root)
+            ),
+        ));
+    }
+    {
+        let mut state = inner
+            .state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for event in &step.events {
+            state.apply(event).map_err(|e| {
+                LogError::corrupt(
+                    format!("event {}", event.seq),
+                    format!("a committed event does not fold: {e}"),
+                )
+            })?;
+        }
+    }
+    for d in &step.digests {
+        inner.statement_filter.insert(d);
+    }
+    position.frontier = step.frontier;
+    position.prev_hash = step.prev_hash;
+    position.last_time = step.last_time;
+    inner.visible_len.store(size, Ordering::Release);
+    {
+        let mut c = lock(&inner.committed);
+        *c = size;
+        inner.committed_len.store(size, Ordering::Release);
+    }
+    inner.committed_changed.notify_all();
+    Ok(Some(size))
 }
 
 /// Events `len..size` read and checked, not yet folded.

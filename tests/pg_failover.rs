@@ -47,6 +47,8 @@ async fn client(url: &str) -> Option<LedgerClient<Channel>> {
     Some(LedgerClient::new(ch))
 }
 
+/// A list the load and watcher threads fill while the test runs.
+type Shared<T> = Arc<Mutex<Vec<T>>>;
 /// The nodes writers and pollers talk to (a restarted node gets a new port).
 type Urls = Arc<Mutex<Vec<String>>>;
 
@@ -144,8 +146,10 @@ async fn the_follower_takes_over_a_killed_sequencer_losing_nothing_and_forking_n
     assert!(err.message().contains(&a.url()), "{}", err.message());
 
     let urls: Urls = Arc::new(Mutex::new(vec![a.url(), b.url()]));
-    let acked: Arc<Mutex<Vec<(u64, Vec<u8>)>>> = Arc::default();
-    let served: Arc<Mutex<Vec<(u64, Vec<u8>, String)>>> = Arc::default();
+    // (seq, leaf hash) of every acknowledged append.
+    let acked: Shared<(u64, Vec<u8>)> = Arc::default();
+    // (size, root, note) of every checkpoint a node served.
+    let served: Shared<(u64, Vec<u8>, String)> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let counter = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();

@@ -21,9 +21,7 @@ pub(crate) struct Conn {
 /// statements are session-level: transactions do not undo them).
 pub(crate) struct Stmts {
     pub(crate) fence: Statement,
-    pub(crate) insert_events: Statement,
-    pub(crate) insert_nodes: Statement,
-    pub(crate) insert_statements: Statement,
+    pub(crate) commit: Statement,
     pub(crate) insert_checkpoint: Statement,
     pub(crate) checkpoint_note: Statement,
     pub(crate) len: Statement,
@@ -51,12 +49,7 @@ impl Stmts {
         };
         Ok(Self {
             fence: p("SELECT token FROM docket_lease WHERE id FOR SHARE")?,
-            insert_events: p("INSERT INTO docket_events (seq, bytes) \
-                 SELECT * FROM UNNEST($1::bigint[], $2::bytea[])")?,
-            insert_nodes: p("INSERT INTO docket_nodes (level, idx, hash) \
-                 SELECT * FROM UNNEST($1::smallint[], $2::bigint[], $3::bytea[])")?,
-            insert_statements: p("INSERT INTO docket_statements (digest, seq) \
-                 SELECT * FROM UNNEST($1::bytea[], $2::bigint[])")?,
+            commit: p("SELECT docket_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")?,
             insert_checkpoint: p(
                 "INSERT INTO docket_checkpoints (size, note) VALUES ($1, $2) \
                  ON CONFLICT (size) DO NOTHING RETURNING size",

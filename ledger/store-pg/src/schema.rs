@@ -11,7 +11,10 @@ use postgres::Client;
 use crate::error::{PgError, Result};
 
 /// `(version, name, SQL)`, in order.
-pub const MIGRATIONS: &[(i32, &str, &str)] = &[(1, "ledger tables", V1)];
+pub const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (1, "ledger tables", V1),
+    (2, "docket_commit: a group commit in one round trip", V2),
+];
 
 /// Version 1: one table per kind of record the log stores.
 const V1: &str = r#"
@@ -67,6 +70,54 @@ CREATE TABLE docket_lease (
     address     text,
     acquired_at timestamptz
 );
+"#;
+
+/// Version 2: a group commit as one function call — one round trip and one
+/// WAL flush — raising a distinct SQLSTATE for each refusal: `DK001` the
+/// fencing token is not the caller's (deposed), `DK002` another checkpoint
+/// is stored for the size, `DK003` the anchor names a larger tree.
+const V2: &str = r#"
+CREATE FUNCTION docket_commit(
+    p_token bigint,
+    p_seqs bigint[], p_bytes bytea[],
+    p_levels smallint[], p_idxs bigint[], p_hashes bytea[],
+    p_digests bytea[], p_digest_seqs bigint[],
+    p_size bigint, p_note text
+) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    current_token bigint;
+    stored text;
+BEGIN
+    SELECT token INTO current_token FROM docket_lease WHERE id FOR SHARE;
+    IF current_token IS DISTINCT FROM p_token THEN
+        RAISE EXCEPTION 'deposed: the fencing token is % (this node holds %)',
+            current_token, p_token USING ERRCODE = 'DK001';
+    END IF;
+    INSERT INTO docket_events (seq, bytes) SELECT * FROM UNNEST(p_seqs, p_bytes);
+    INSERT INTO docket_nodes (level, idx, hash)
+        SELECT * FROM UNNEST(p_levels, p_idxs, p_hashes);
+    INSERT INTO docket_statements (digest, seq) SELECT * FROM UNNEST(p_digests, p_digest_seqs);
+    IF p_size IS NOT NULL THEN
+        INSERT INTO docket_checkpoints (size, note) VALUES (p_size, p_note)
+            ON CONFLICT (size) DO NOTHING;
+        IF NOT FOUND THEN
+            SELECT note INTO stored FROM docket_checkpoints WHERE size = p_size;
+            IF stored IS DISTINCT FROM p_note THEN
+                RAISE EXCEPTION 'a different signed checkpoint of size % is stored', p_size
+                    USING ERRCODE = 'DK002';
+            END IF;
+        END IF;
+        INSERT INTO docket_anchor (id, size, note) VALUES (true, p_size, p_note)
+            ON CONFLICT (id) DO UPDATE SET size = EXCLUDED.size, note = EXCLUDED.note,
+                updated_at = now()
+            WHERE docket_anchor.size <= EXCLUDED.size;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'the anchor names a tree larger than %', p_size
+                USING ERRCODE = 'DK003';
+        END IF;
+    END IF;
+END
+$$;
 "#;
 
 /// The newest schema version this binary knows.

@@ -289,3 +289,11 @@ fn user_exists(user: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+/// A plain connection to `url`, for tests that read or tamper with the
+/// tables directly.
+pub fn connect(url: &str) -> Result<postgres::Client> {
+    crate::pool::blocking(|| {
+        postgres::Client::connect(url, postgres::NoTls).map_err(|e| PgError::db("connecting", e))
+    })
+}

@@ -83,6 +83,8 @@ pub struct PgStore {
     lease: Mutex<Option<LeaseSession>>,
     /// The session that campaigns for the lease (becomes the lease session).
     campaign: Mutex<Option<Client>>,
+    /// The anchor note the last commit of this process moved the anchor to.
+    last_anchor: Mutex<Option<String>>,
     /// Complete Merkle nodes at or above [`CACHED_FROM_LEVEL`] (immutable
     /// once written, so safe to keep across processes).
     upper: RwLock<HashMap<(u8, u64), Hash>>,
@@ -240,6 +242,7 @@ impl PgStore {
             fence: Arc::new(Mutex::new(Fence::ReadOnly)),
             lease: Mutex::new(None),
             campaign: Mutex::new(None),
+            last_anchor: Mutex::new(None),
             upper: RwLock::new(HashMap::new()),
         })
     }
@@ -466,6 +469,53 @@ impl PgStore {
         })
     }
 
+    /// What a failed `docket_commit` means: its own refusals carry the
+    /// SQLSTATEs of schema version 2.
+    fn commit_error(&self, e: postgres::Error) -> LogError {
+        let detail = e
+            .as_db_error()
+            .map_or_else(|| e.to_string(), |d| d.message().to_string());
+        match e.code().map(postgres::error::SqlState::code) {
+            Some("DK001") => {
+                let why = format!("{detail}; this node may no longer write");
+                tracing::error!("{why}");
+                revoke(&self.fence, why.clone());
+                LogError::Closed(why)
+            }
+            Some("DK002") => LogError::corrupt("checkpoints", detail),
+            Some("DK003") => LogError::corrupt("anchor", detail),
+            _ => db("committing", e),
+        }
+    }
+
+    /// Whether the anchor already covers `note` (of tree size `size`): it is
+    /// `note`, or it names a larger tree and `note` is the checkpoint stored
+    /// for `size`. An anchor ahead of `note` with another checkpoint stored
+    /// for `size` is refused: it never moves back, nor to another root.
+    fn anchor_covers(&self, size: u64, note: &str) -> Result<bool, LogError> {
+        let Some(current) = self.anchor()? else {
+            return Ok(false);
+        };
+        if current == note {
+            return Ok(true);
+        }
+        let current_size = note_size(&current)?;
+        if current_size < size {
+            return Ok(false);
+        }
+        match self.checkpoint(Some(size))? {
+            Some((_, stored)) if stored == note => Ok(true),
+            _ => Err(LogError::corrupt(
+                "anchor",
+                format!(
+                    "the anchor names tree size {current_size} and the checkpoint stored for \
+                     size {size} is not this note: an anchor never moves back, nor to another \
+                     root"
+                ),
+            )),
+        }
+    }
+
     fn cache_upper(&self, nodes: impl IntoIterator<Item = (u8, u64, Hash)>) {
         let mut upper = self
             .upper
@@ -591,28 +641,39 @@ impl Store for PgStore {
             digests.push(digest);
             digest_seqs.push(to_i64(*seq, "sequence number")?);
         }
-        let checkpoint = match &batch.checkpoint {
-            Some((size, note)) => Some((to_i64(*size, "tree size")?, note)),
-            None => None,
+        let (size, note) = match &batch.checkpoint {
+            Some((size, note)) => (Some(to_i64(*size, "tree size")?), Some(note.as_str())),
+            None => (None, None),
         };
-        self.fenced("a commit", |s, tx| {
-            if !seqs.is_empty() {
-                tx.execute(&s.insert_events, &[&seqs, &bytes])
-                    .map_err(|e| db("inserting events", e))?;
-            }
-            if !levels.is_empty() {
-                tx.execute(&s.insert_nodes, &[&levels, &idxs, &hashes])
-                    .map_err(|e| db("inserting Merkle nodes", e))?;
-            }
-            if !digests.is_empty() {
-                tx.execute(&s.insert_statements, &[&digests, &digest_seqs])
-                    .map_err(|e| db("inserting statement digests", e))?;
-            }
-            if let Some((size, note)) = &checkpoint {
-                insert_checkpoint(s, tx, *size, note)?;
-            }
-            Ok(())
+        let mine = self.write_token()?;
+        // One round trip: `docket_commit` checks the fencing token under a
+        // share lock of the lease row, inserts everything, stores the
+        // checkpoint and moves the anchor, in the statement's own
+        // transaction; it returns once COMMIT is durable.
+        pool::blocking(|| {
+            let mut conn = self.pool.get()?;
+            let Conn { client, stmts } = &mut *conn;
+            client
+                .execute(
+                    &stmts.commit,
+                    &[
+                        &mine,
+                        &seqs,
+                        &bytes,
+                        &levels,
+                        &idxs,
+                        &hashes,
+                        &digests,
+                        &digest_seqs,
+                        &size,
+                        &note,
+                    ],
+                )
+                .map_err(|e| self.commit_error(e))
         })?;
+        if let Some(note) = note {
+            *lock(&self.last_anchor) = Some(note.to_string());
+        }
         self.cache_upper(batch.nodes.iter().copied());
         Ok(())
     }
@@ -756,23 +817,27 @@ impl Store for PgStore {
     }
 
     fn put_anchor(&self, note: &str) -> Result<(), LogError> {
-        let size = to_i64(note_size(note)?, "tree size")?;
-        self.fenced("replacing the anchor", |s, tx| {
-            let n = tx
-                .execute(&s.put_anchor, &[&size, &note])
-                .map_err(|e| db("replacing the anchor", e))?;
-            if n == 1 {
-                Ok(())
-            } else {
-                Err(LogError::corrupt(
-                    "anchor",
-                    format!(
-                        "the anchor in the database names a tree larger than {size}: \
-                         an anchor never moves back"
-                    ),
-                ))
-            }
-        })
+        let size = note_size(note)?;
+        // Usually already done: the commit it covers moved the anchor (and
+        // a pipelined later commit may have moved it further).
+        if lock(&self.last_anchor).as_deref() == Some(note) || self.anchor_covers(size, note)? {
+            return Ok(());
+        }
+        let db_size = to_i64(size, "tree size")?;
+        let moved = self.fenced("replacing the anchor", |s, tx| {
+            Ok(tx
+                .execute(&s.put_anchor, &[&db_size, &note])
+                .map_err(|e| db("replacing the anchor", e))?
+                == 1)
+        })?;
+        if moved || self.anchor_covers(size, note)? {
+            Ok(())
+        } else {
+            Err(LogError::corrupt(
+                "anchor",
+                format!("the anchor could not move to tree size {size}"),
+            ))
+        }
     }
 }
 

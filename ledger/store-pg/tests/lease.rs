@@ -76,7 +76,7 @@ fn a_deposed_sequencer_can_never_commit() {
     assert_eq!(a.len().unwrap(), 1, "nothing of the fenced commit landed");
     // And every later write, without asking the database again.
     assert!(matches!(
-        a.put_anchor("note\n1\n"),
+        a.put_snapshot("values", b"x"),
         Err(LogError::Closed(_))
     ));
     assert!(!a.is_leader());

@@ -27,7 +27,9 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use docket_e2e::{DEMO_TASK, ServeProcess, admin_key_of, fresh_key, run_docket, sign_bytes};
+use docket_e2e::{
+    DEMO_TASK, ServeProcess, admin_key_of, fresh_key, register_key, run_docket, sign, sign_bytes,
+};
 use docket_proto::v1 as pb;
 use ed25519_dalek::{Signature, VerifyingKey};
 use futures_util::{SinkExt as _, StreamExt as _};
@@ -868,6 +870,42 @@ async fn explorer_in_chromium() {
     ]);
     assert_eq!(code, 5, "docket audit refuses the tampered bundle too");
 
+    // Approvals on the demo task (a submitter asks, an approver answers).
+    let ch = docket_cli::client::channel(&demo.serve.url())
+        .await
+        .expect("connect");
+    let admin = admin_key_of(&demo.data);
+    let submitter = register_key(&ch, &admin, &["submitter"]).await;
+    let approver = register_key(&ch, &admin, &["approver"]).await;
+    let mut approvals = pb::approvals_client::ApprovalsClient::new(ch);
+    for (scope, grant) in [("merge", true), ("deploy:prod", false)] {
+        let req = approvals
+            .request_approval(sign(
+                "approval.requested",
+                &json!({"task_id": demo.task_id, "actor": "release-bot", "scope": scope,
+                        "mutation_mode": "real-repo", "timestamp": "2026-02-09T14:31:00Z"}),
+                &submitter,
+            ))
+            .await
+            .expect("request approval")
+            .into_inner();
+        let mut answer = json!({"task_id": demo.task_id, "request_seq": req.seq, "actor": "alice",
+                                "scope": scope, "mutation_mode": "real-repo",
+                                "timestamp": "2026-02-09T14:32:00Z"});
+        if grant {
+            approvals
+                .grant_approval(sign("approval.granted", &answer, &approver))
+                .await
+                .expect("grant");
+        } else {
+            answer["reason"] = json!("not today");
+            approvals
+                .deny_approval(sign("approval.denied", &answer, &approver))
+                .await
+                .expect("deny");
+        }
+    }
+
     let browser = Chromium::launch(&bin);
     let mut cdp = Cdp::connect(&browser.ws_url).await;
 
@@ -936,6 +974,19 @@ async fn explorer_in_chromium() {
         cdp.eval("document.getElementById('task-status').textContent")
             .await,
         json!("PASS")
+    );
+    let approvals = cdp
+        .eval(
+            "[...document.querySelectorAll('tr.approval-row')].map(r => r.dataset.state).join(',')",
+        )
+        .await;
+    assert_eq!(approvals, json!("granted,denied"));
+    assert!(
+        rows.iter().any(|r| r["kind"] == "approval.granted"
+            && r["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("alice granted merge"))),
+        "{rows:?}"
     );
     let live = cdp
         .eval("document.querySelectorAll('tr.evidence-row[data-state=\"live\"]').length")

@@ -76,8 +76,88 @@ impl Ctx {
         let b: Box<dyn Backend + Send + Sync> = match (&self.server, &self.store) {
             (Some(url), _) => client::connect(url)?,
             (None, Some(store)) => Box::new(pg_cmds::open_embedded(&self.data, store)?),
-            (None, None) => Box::new(Embedded::open(&self.data)?),
+            (None, None) => match Embedded::open(&self.data) {
+                Ok(e) => Box::new(e),
+                Err(e) => match served::holder(&self.data, &e) {
+                    // A server holds the data directory: use it.
+                    Some(addr) => {
+                        eprintln!(
+                            "note: the ledger in {} is served by {addr}; using it",
+                            self.data.display()
+                        );
+                        client::connect(&addr)?
+                    }
+                    None => return Err(e),
+                },
+            },
         };
         Ok(self.backend.get_or_init(|| b).as_ref())
+    }
+}
+
+/// `DATA/server/address`: where the `docket serve` holding a data directory
+/// listens (written atomically at start, removed at a clean stop), so local
+/// commands can use the server instead of failing on sled's lock.
+pub mod served {
+    use std::path::{Path, PathBuf};
+
+    use crate::exit::{self, CliError};
+
+    /// The address file of `data`.
+    pub fn address_file(data: &Path) -> PathBuf {
+        data.join("server").join("address")
+    }
+
+    /// Records `url` (e.g. `http://127.0.0.1:50051`) for `data`.
+    pub fn record(data: &Path, url: &str) -> std::io::Result<()> {
+        let path = address_file(data);
+        // Invariant: address_file always ends in `server/address`.
+        let dir = path.parent().expect("address_file has a parent");
+        std::fs::create_dir_all(dir)?;
+        let tmp = dir.join(format!("address.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, format!("{url}\n"))?;
+        std::fs::rename(&tmp, &path)
+    }
+
+    /// Forgets the address (at a clean stop).
+    pub fn remove(data: &Path) {
+        let _ = std::fs::remove_file(address_file(data));
+    }
+
+    /// The recorded address, if any.
+    pub fn address(data: &Path) -> Option<String> {
+        let s = std::fs::read_to_string(address_file(data)).ok()?;
+        let s = s.trim();
+        (!s.is_empty()).then(|| s.to_string())
+    }
+
+    /// Whether `e` says another process holds the store's lock.
+    pub fn is_lock_held(e: &anyhow::Error) -> bool {
+        format!("{e:#}").contains("could not acquire lock")
+    }
+
+    /// The serving address when `e` is sled's lock held by that server.
+    pub fn holder(data: &Path, e: &anyhow::Error) -> Option<String> {
+        if is_lock_held(e) { address(data) } else { None }
+    }
+
+    /// For commands that must read the store themselves (`replay`,
+    /// `recover`): a held lock becomes a clear usage error.
+    pub fn explain(data: &Path, e: anyhow::Error) -> anyhow::Error {
+        if !is_lock_held(&e) {
+            return e;
+        }
+        let who = match address(data) {
+            Some(a) => format!("the server at {a}"),
+            None => "another process (a `docket serve`?)".to_string(),
+        };
+        CliError::new(
+            exit::USAGE,
+            format!(
+                "{who} holds the data directory {}; stop it, or use a copy",
+                data.display()
+            ),
+        )
+        .into()
     }
 }

@@ -162,8 +162,10 @@ fn main() -> ExitCode {
         Command::Prove(c) => ctx
             .backend()
             .and_then(|b| core_cmds::run_prove(&ctx, b, c, out)),
-        Command::Replay(a) => core_cmds::run_replay(&ctx, a, out),
-        Command::Recover(a) => core_cmds::run_recover(&ctx, a, out),
+        Command::Replay(a) => core_cmds::run_replay(&ctx, a, out)
+            .map_err(|e| docket_cli::served::explain(&cli.data, e)),
+        Command::Recover(a) => core_cmds::run_recover(&ctx, a, out)
+            .map_err(|e| docket_cli::served::explain(&cli.data, e)),
         Command::Verify(a) => verify_cmds::run_verify(a),
         Command::ValidateTask(a) => verify_cmds::run_validate_task(a),
         Command::Classify(a) => verify_cmds::run_classify(a),
@@ -254,7 +256,14 @@ fn write_man_pages(dir: &std::path::Path, out: Output) -> anyhow::Result<u8> {
 /// The options a config file may set, by clap argument id (the same as the
 /// file's keys). Subcommand arguments with these ids (`trusted_key`) take
 /// the file's value too.
-const CONFIG_KEYS: &[&str] = &["data", "server", "json", "log_format", "store", "trusted_key"];
+const CONFIG_KEYS: &[&str] = &[
+    "data",
+    "server",
+    "json",
+    "log_format",
+    "store",
+    "trusted_key",
+];
 
 /// `--config FILE`, else `DATA/docket.toml` when it exists.
 fn config_path(cli: &Cli) -> Option<PathBuf> {
@@ -277,7 +286,8 @@ fn parse_cli() -> Result<Cli, clap::Error> {
     let text = std::fs::read_to_string(&path)
         .map_err(|e| bad(format!("cannot read config {}: {e}", path.display())))?;
     let table: serde_json::Value = if path.extension().is_some_and(|e| e == "json") {
-        serde_json::from_str(&text).map_err(|e| bad(format!("invalid config {}: {e}", path.display())))?
+        serde_json::from_str(&text)
+            .map_err(|e| bad(format!("invalid config {}: {e}", path.display())))?
     } else {
         toml::from_str(&text).map_err(|e| bad(format!("invalid config {}: {e}", path.display())))?
     };
@@ -309,7 +319,10 @@ fn with_default(cmd: clap::Command, id: &str, value: &'static str) -> clap::Comm
     } else {
         cmd
     };
-    let subs: Vec<String> = cmd.get_subcommands().map(|s| s.get_name().to_string()).collect();
+    let subs: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
     for sub in subs {
         cmd = cmd.mut_subcommand(sub, |c| with_default(c, id, value));
     }

@@ -43,14 +43,16 @@ fn completions_for_each_shell_and_one_man_page_per_command() {
     }
     let dir = tempfile::tempdir().unwrap();
     let man = dir.path().join("man");
-    let out = docket()
-        .args(["man", "--out"])
-        .arg(&man)
-        .output()
-        .unwrap();
+    let out = docket().args(["man", "--out"]).arg(&man).output().unwrap();
     ok(&out);
-    for page in ["docket.1", "docket-init.1", "docket-submit.1", "docket-log-append.1"] {
-        let text = std::fs::read_to_string(man.join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+    for page in [
+        "docket.1",
+        "docket-init.1",
+        "docket-submit.1",
+        "docket-log-append.1",
+    ] {
+        let text =
+            std::fs::read_to_string(man.join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
         assert!(text.contains(".TH"), "{page} is a roff page");
     }
 }
@@ -59,7 +61,12 @@ fn completions_for_each_shell_and_one_man_page_per_command() {
 fn log_format_json_writes_one_json_object_per_stderr_line() {
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("ledger");
-    ok(&docket().arg("--data").arg(&data).arg("init").output().unwrap());
+    ok(&docket()
+        .arg("--data")
+        .arg(&data)
+        .arg("init")
+        .output()
+        .unwrap());
     // Deleted snapshots are rebuilt from the log, with a warning.
     for e in std::fs::read_dir(data.join("snapshots")).unwrap() {
         std::fs::remove_file(e.unwrap().path()).unwrap();
@@ -105,7 +112,12 @@ fn demo() -> &'static Path {
 /// task registered; returns (data, key, task id).
 fn ledger_with_demo_task(root: &Path) -> (std::path::PathBuf, std::path::PathBuf, String) {
     let data = root.join("ledger");
-    ok(&docket().arg("--data").arg(&data).arg("init").output().unwrap());
+    ok(&docket()
+        .arg("--data")
+        .arg(&data)
+        .arg("init")
+        .output()
+        .unwrap());
     let key = root.join("s.key");
     let out = docket()
         .args(["--json", "keygen", "--out"])
@@ -208,7 +220,12 @@ fn is_json(out: &Output) -> bool {
 fn config_file_precedence_is_flag_then_env_then_file() {
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("ledger");
-    ok(&docket().arg("--data").arg(&data).arg("init").output().unwrap());
+    ok(&docket()
+        .arg("--data")
+        .arg(&data)
+        .arg("init")
+        .output()
+        .unwrap());
     let checkpoint = || {
         let mut c = docket();
         c.arg("--data").arg(&data).arg("checkpoint");

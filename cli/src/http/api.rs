@@ -297,6 +297,7 @@ fn timeline_entry(
         }
         _ => pick("checks"),
     };
+    let text = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
     // What a non-verdict entry says, in a few words.
     let detail = match e.kind.as_str() {
         "submission.received" => {
@@ -307,6 +308,20 @@ fn timeline_entry(
             }
         }
         "task.registered" => json!("task registered"),
+        "approval.requested" => json!(format!(
+            "{} asks for {} ({})",
+            text("actor"),
+            text("scope"),
+            text("mutation_mode")
+        )),
+        "approval.granted" => json!(format!("{} granted {}", text("actor"), text("scope"))),
+        "approval.denied" => json!(format!(
+            "{} denied {}: {}",
+            text("actor"),
+            text("scope"),
+            text("reason")
+        )),
+        "execution.recorded" => json!(format!("execution {}", text("status"))),
         _ => Value::Null,
     };
     Ok(json!({

@@ -514,9 +514,20 @@ fn run_serve(ctx: &Ctx, args: &ServeArgs) -> Result<u8> {
     let runtime = server_runtime()?;
     runtime.block_on(async {
         let server = spawn(opts.clone()).await?;
+        // DATA/server/address: local commands find this server (crate::served).
+        let scheme = if server.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let recorded = opts.store.is_none()
+            && crate::served::record(&opts.data, &format!("{scheme}://{}", server.addr)).is_ok();
         announce(&opts.data, &server, ctx.out.json);
         shutdown_signal().await;
         server.shutdown().await?;
+        if recorded {
+            crate::served::remove(&opts.data);
+        }
         tracing::info!("docket server stopped cleanly");
         Ok::<_, anyhow::Error>(())
     })?;

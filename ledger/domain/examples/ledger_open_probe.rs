@@ -1,7 +1,7 @@
 //! Probe of the open path: builds a ledger of N events under DIR once (64
 //! writers, pipelined appends), then times `Ledger::open` (which runs the
 //! anchored open check over every stored event) and the first read.
-//! `cargo run --release -p docket-domain --example open_probe -- DIR 1000000`
+//! `cargo run --release -p docket-domain --example ledger_open_probe -- DIR 1000000`
 
 use std::time::Instant;
 
@@ -11,7 +11,10 @@ use docket_domain::{Statement, keys};
 fn main() {
     let mut args = std::env::args().skip(1);
     let dir = std::path::PathBuf::from(args.next().expect("DIR"));
-    let n: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let n: u64 = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
     if !dir.join("ledger.json").exists() {
         let (ledger, info) = docket_domain::ledger::init(&dir, None).expect("init");
         let admin = keys::read_key_file(&info.admin_key_path).expect("admin key");
@@ -42,11 +45,7 @@ fn main() {
                 });
             }
         });
-        println!(
-            "built {} events in {:?}",
-            ledger.len(),
-            started.elapsed()
-        );
+        println!("built {} events in {:?}", ledger.len(), started.elapsed());
         ledger.close().expect("close");
     }
     for round in 0..3 {

@@ -80,9 +80,14 @@ pub fn classify_record(record: &crate::execution::ExecutionRecord) -> Classifica
             }],
         };
     }
-    let exit = record.exit_code.map(|c| i32::try_from(c).unwrap_or(i32::MAX));
+    let exit = record
+        .exit_code
+        .map(|c| i32::try_from(c).unwrap_or(i32::MAX));
     classify(
-        &[("stdout", record.stdout.as_str()), ("stderr", record.stderr.as_str())],
+        &[
+            ("stdout", record.stdout.as_str()),
+            ("stderr", record.stderr.as_str()),
+        ],
         exit,
     )
 }
@@ -329,14 +334,20 @@ mod tests {
         assert_eq!(c.issues.len(), 1, "{c:?}");
         let issue = &c.issues[0];
         assert_eq!(issue.kind, IssueKind::ExecutionError);
-        assert_eq!(issue.description.as_deref(), Some("Execution evidence unavailable"));
+        assert_eq!(
+            issue.description.as_deref(),
+            Some("Execution evidence unavailable")
+        );
         assert_eq!(
             issue.reason.as_deref(),
             Some("ExecutionGateway is unavailable: auth timeout schema")
         );
         let json = serde_json::to_value(&c).unwrap();
         assert_eq!(json["issues"][0]["kind"], "EXECUTION_ERROR");
-        assert_eq!(json["issues"][0]["description"], "Execution evidence unavailable");
+        assert_eq!(
+            json["issues"][0]["description"],
+            "Execution evidence unavailable"
+        );
     }
 
     #[test]
@@ -352,7 +363,10 @@ mod tests {
             1.0,
         );
         let kinds: Vec<_> = classify_record(&r).issues.iter().map(|i| i.kind).collect();
-        assert_eq!(kinds, vec![IssueKind::ExecutionFailure, IssueKind::AuthError]);
+        assert_eq!(
+            kinds,
+            vec![IssueKind::ExecutionFailure, IssueKind::AuthError]
+        );
     }
 
     #[test]

@@ -167,18 +167,76 @@ pub fn fail_closed_class(text: &str) -> Option<&'static str> {
         .map(|c| if matches!(c, '_' | '.' | '-') { ' ' } else { c })
         .collect();
     let table: [(&str, &[&str]); 12] = [
-        ("backend reviewer reject", &["reviewer reject", "review reject", "reviewer rejected", "review rejected", "rejected by reviewer", "rejected by the reviewer"]),
-        ("approval denied", &["approval denied", "approval was denied"]),
-        ("dirty starting tree", &["dirty starting tree", "dirty start", "starting tree dirty", "starting tree is dirty"]),
-        ("dirty ending tree", &["dirty ending tree", "dirty end", "ending tree dirty", "ending tree is dirty"]),
-        ("provider unavailable", &["provider unavailable", "provider is unavailable", "provider down"]),
-        ("artifact write failure", &["artifact write failure", "artifact write failed", "failed to write artifact"]),
+        (
+            "backend reviewer reject",
+            &[
+                "reviewer reject",
+                "review reject",
+                "reviewer rejected",
+                "review rejected",
+                "rejected by reviewer",
+                "rejected by the reviewer",
+            ],
+        ),
+        (
+            "approval denied",
+            &["approval denied", "approval was denied"],
+        ),
+        (
+            "dirty starting tree",
+            &[
+                "dirty starting tree",
+                "dirty start",
+                "starting tree dirty",
+                "starting tree is dirty",
+            ],
+        ),
+        (
+            "dirty ending tree",
+            &[
+                "dirty ending tree",
+                "dirty end",
+                "ending tree dirty",
+                "ending tree is dirty",
+            ],
+        ),
+        (
+            "provider unavailable",
+            &[
+                "provider unavailable",
+                "provider is unavailable",
+                "provider down",
+            ],
+        ),
+        (
+            "artifact write failure",
+            &[
+                "artifact write failure",
+                "artifact write failed",
+                "failed to write artifact",
+            ],
+        ),
         ("missing required event", &["missing required event"]),
-        ("missing test command", &["missing test command", "no test command"]),
+        (
+            "missing test command",
+            &["missing test command", "no test command"],
+        ),
         ("no diff when a diff is required", &["no diff"]),
-        ("disallowed file change", &["disallowed file", "disallowed write", "disallowed change"]),
+        (
+            "disallowed file change",
+            &["disallowed file", "disallowed write", "disallowed change"],
+        ),
         ("timeout", &["timeout", "timed out"]),
-        ("failed tests", &["failed tests", "tests failed", "test failed", "failed test", "test failure"]),
+        (
+            "failed tests",
+            &[
+                "failed tests",
+                "tests failed",
+                "test failed",
+                "failed test",
+                "test failure",
+            ],
+        ),
     ];
     table
         .iter()
@@ -191,8 +249,20 @@ pub fn fail_closed_class(text: &str) -> Option<&'static str> {
 /// backend status files. Other keys (names of checks, free text) are not
 /// read, so a check called "timeout-guard" is not a timeout.
 const OUTCOME_KEYS: [&str; 14] = [
-    "status", "result", "outcome", "decision", "verdict", "review", "blocker", "blockers",
-    "reason", "error", "fail_class", "failure_class", "class", "failure",
+    "status",
+    "result",
+    "outcome",
+    "decision",
+    "verdict",
+    "review",
+    "blocker",
+    "blockers",
+    "reason",
+    "error",
+    "fail_class",
+    "failure_class",
+    "class",
+    "failure",
 ];
 
 /// Every fail-closed class recorded in one JSON value: in [`OUTCOME_KEYS`]
@@ -311,10 +381,7 @@ fn recorded_fail_closed(
     }
     // A "pass" that records a blocker fails closed even when the blocker
     // names no known class.
-    if report.status == RunStatus::Pass
-        && !report.blockers.is_empty()
-        && out.is_empty()
-    {
+    if report.status == RunStatus::Pass && !report.blockers.is_empty() && out.is_empty() {
         for blocker in &report.blockers {
             out.push(finding(
                 CHECK,

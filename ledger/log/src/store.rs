@@ -219,14 +219,35 @@ impl SledStore {
             }
         }
         let anchor = Anchor::open(&dir.join("anchor"))?;
-        let db = sled::Config::new()
+        let config = sled::Config::new()
             .path(&log_dir)
             // Keep every value inline in the main file: sled writes values
             // over segment_size/4 to separate blob files without fsync.
             .segment_size(4 << 20)
-            .flush_every_ms(None)
-            .open()
-            .map_err(|e| LogError::store(format!("opening {}", log_dir.display()), e))?;
+            .flush_every_ms(None);
+        // sled releases its lock on `log/db` when the last of its own pool
+        // tasks drops the file, which can be a moment after the `Db` we
+        // closed is gone: a lock held by this process is retried briefly;
+        // one held elsewhere (a running `docket serve`) is reported after
+        // LOCK_WAIT.
+        const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+        let started = std::time::Instant::now();
+        let db = loop {
+            match config.open() {
+                Err(sled::Error::Io(e))
+                    // sled reports it as ErrorKind::Other with this text.
+                    if e.to_string().contains("could not acquire lock")
+                        && started.elapsed() < LOCK_WAIT =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                other => {
+                    break other.map_err(|e| {
+                        LogError::store(format!("opening {}", log_dir.display()), e)
+                    })?;
+                }
+            }
+        };
         let tree = db
             .open_tree("log")
             .map_err(|e| LogError::store("opening tree log", e))?;

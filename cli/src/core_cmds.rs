@@ -558,7 +558,7 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
     let (store, verifier) = docket_log::sequencer::open_store_for_verification(&ctx.data)?;
     let len = docket_domain::store::Store::len(&store)?;
     let bar = out.progress(len, "replaying");
-    let (report, state) = replay::replay(
+    let (mut report, state) = replay::replay(
         &store,
         &verifier,
         ReplayOptions {
@@ -568,6 +568,13 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
         &mut |done, _| bar.set_position(done),
     )?;
     bar.finish_and_clear();
+    if args.verify && args.as_of.is_none() {
+        // Evidence content beside the log: present and matching its digest.
+        let blobs = docket_domain::blobs::BlobStore::open(&ctx.data)?;
+        report
+            .findings
+            .extend(docket_domain::content_check::check_content(&state, &blobs));
+    }
     let code = report.exit_code();
     let summary = serde_json::json!({
         "ok": report.findings.is_empty(),

@@ -24,7 +24,8 @@
 //!   [`authority`] answers for kind strings.
 //! * [`machine`]: `LedgerState` as the log's state machine (admit, apply).
 //! * [`ledger`], [`replay`], [`blobs`]: the log driving the state machine,
-//!   `init`, the verifier, the blob store.
+//!   `init`, the verifier, the blob store, and [`content_check`] (the
+//!   evidence content of `replay --verify`).
 //! * [`domain`]: the service ([`domain::Docket`]): writes that need the
 //!   disk, queries, subscribers of committed events (auto-verify), the
 //!   retention operations; and the public paths callers use.
@@ -33,6 +34,7 @@
 pub mod approvals;
 pub mod authority;
 pub mod blobs;
+pub mod content_check;
 pub mod domain;
 pub mod error;
 pub mod export;

@@ -64,6 +64,9 @@ pub enum FindingKind {
     Snapshot,
     /// Data that must exist is missing (the anchor, a checkpoint).
     Missing,
+    /// Content held beside the log by digest (named by an event, checked by
+    /// the state machine's owner) is missing or does not match its digest.
+    Content,
 }
 
 /// One thing the verifier found wrong.

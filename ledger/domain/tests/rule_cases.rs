@@ -1,0 +1,698 @@
+//! The data-driven admission cases in `tests/cases/<rule>/*.json`: given
+//! events (signed by named test keys), when one more statement, then the
+//! outcome (admitted, refused with an error code and message fragments, or
+//! a duplicate) and optionally what the projections hold afterwards.
+//!
+//! The format is described in `tests/cases/README.md`. Every case runs on
+//! [`MemoryLog`], which admits statements with the ledger's own state
+//! machine (`LedgerState::admit`, then `apply`) at the ledger times the case
+//! states, plus the log's duplicate rule (a statement whose digest is in the
+//! log is acknowledged as the first event that carried it; nothing is
+//! appended and no rule runs).
+//!
+//! A case whose outcome differs fails the test, and so does a malformed
+//! case file (unknown fields, unknown placeholders or templates, a given
+//! event that is refused, a missing `then.code` for a refusal, ...): the
+//! runner collects every failure and reports them all.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use docket_domain::event::Event;
+use docket_domain::export::MemoryLog;
+use docket_domain::{LedgerError, Statement, oids};
+use ed25519_dalek::SigningKey;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+/// Ledger time of genesis: 2026-02-09T14:30:00Z.
+const T0: u64 = 1_770_647_400_000;
+/// Default step between two events, in ms.
+const STEP_MS: u64 = 1_000;
+const ORIGIN: &str = "cases.docket/rules";
+
+fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases")
+}
+
+// ------------------------------------------------------------ the format
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    /// What the case shows, one sentence.
+    description: String,
+    /// Keys registered by `admin` right after genesis, in this order.
+    #[serde(default)]
+    keys: Vec<KeySpec>,
+    /// Events appended (each must be admitted) before `when`.
+    #[serde(default)]
+    given: Vec<Step>,
+    /// The statement under test.
+    when: Step,
+    /// Its expected outcome.
+    then: Then,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeySpec {
+    name: String,
+    roles: Vec<String>,
+    #[serde(default)]
+    not_before_ms: Option<u64>,
+    #[serde(default)]
+    not_after_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Step {
+    /// A name later steps use in placeholders (`${seq:LABEL}`, `${oid:LABEL}`).
+    #[serde(default)]
+    label: Option<String>,
+    kind: String,
+    /// The test key that signs the statement.
+    by: String,
+    /// The payload as JSON (placeholders and `$template` resolved); it is
+    /// serialised compactly.
+    #[serde(default)]
+    payload: Option<Value>,
+    /// The payload bytes verbatim (UTF-8), for payloads that are not JSON.
+    #[serde(default)]
+    payload_raw: Option<String>,
+    /// Ledger time to append at (Unix ms); default: the previous event's + 1000.
+    #[serde(default)]
+    at_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum Outcome {
+    Admitted,
+    Refused,
+    Duplicate,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Then {
+    outcome: Outcome,
+    /// For `refused`: the error code.
+    #[serde(default)]
+    code: Option<String>,
+    /// For `refused`: fragments the error message must contain.
+    #[serde(default)]
+    message: Option<OneOrMany>,
+    /// For `duplicate`: the label of the given event it duplicates.
+    #[serde(default)]
+    duplicate_of: Option<String>,
+    /// Checks on the state after `when` (JSON pointers into the state).
+    #[serde(default)]
+    projection: Vec<ProjectionCheck>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProjectionCheck {
+    pointer: String,
+    #[serde(default)]
+    equals: Option<Value>,
+    #[serde(default)]
+    absent: Option<bool>,
+}
+
+/// The error codes a refusal may name.
+pub const CODES: &[&str] = &[
+    "invalid",
+    "permission_denied",
+    "not_found",
+    "already_exists",
+    "failed_precondition",
+    "resource_exhausted",
+    "malformed",
+    "bad_signature",
+];
+
+fn code_of(e: &LedgerError) -> &'static str {
+    match e {
+        LedgerError::Invalid { .. } => "invalid",
+        LedgerError::PermissionDenied { .. } => "permission_denied",
+        LedgerError::NotFound { .. } => "not_found",
+        LedgerError::AlreadyExists { .. } => "already_exists",
+        LedgerError::FailedPrecondition(_) => "failed_precondition",
+        LedgerError::ResourceExhausted(_) => "resource_exhausted",
+        LedgerError::Malformed { .. } => "malformed",
+        LedgerError::BadSignature { .. } => "bad_signature",
+        LedgerError::Corrupt { .. } => "corrupt",
+        _ => "other",
+    }
+}
+
+// ------------------------------------------------------------ keys
+
+/// The test key called `name`: its secret is SHA-256("docket/test-key/" || name).
+pub fn test_key(name: &str) -> SigningKey {
+    let seed: [u8; 32] = Sha256::digest(format!("docket/test-key/{name}").as_bytes()).into();
+    SigningKey::from_bytes(&seed)
+}
+
+fn pub_hex(k: &SigningKey) -> String {
+    hex::encode(k.verifying_key().to_bytes())
+}
+
+// ------------------------------------------------------------ running
+
+/// What happened to one statement.
+enum Appended {
+    Admitted { seq: u64 },
+    Duplicate { seq: u64 },
+    Refused(LedgerError),
+}
+
+struct Run {
+    log: MemoryLog,
+    templates: Map<String, Value>,
+    last_ms: u64,
+    labels: HashMap<String, u64>,
+    digests: HashMap<[u8; 32], u64>,
+}
+
+impl Run {
+    fn new(templates: Map<String, Value>) -> Result<Self, String> {
+        let log = MemoryLog::genesis(ORIGIN, test_key("ledger"), &test_key("admin"), T0)
+            .map_err(|e| format!("genesis: {e}"))?;
+        Ok(Self {
+            log,
+            templates,
+            last_ms: T0,
+            labels: HashMap::new(),
+            digests: HashMap::new(),
+        })
+    }
+
+    fn event(&self, seq: u64) -> Result<Event, String> {
+        let bytes = self
+            .log
+            .event_bytes(seq)
+            .ok_or_else(|| format!("no event {seq}"))?;
+        Event::decode(bytes).map_err(|e| format!("event {seq}: {e}"))
+    }
+
+    fn label_seq(&self, label: &str) -> Result<u64, String> {
+        self.labels
+            .get(label)
+            .copied()
+            .ok_or_else(|| format!("unknown label {label:?} (label an earlier step)"))
+    }
+
+    /// The value of one placeholder `${NAME:ARG}`.
+    fn placeholder(&self, name: &str, arg: &str) -> Result<Value, String> {
+        Ok(match name {
+            "pub" => json!(pub_hex(&test_key(arg))),
+            "seq" => json!(self.label_seq(arg)?),
+            "time" => json!(self.event(self.label_seq(arg)?)?.recorded_at_ms),
+            "oid" => {
+                let event = self.event(self.label_seq(arg)?)?;
+                if event.kind != "evidence.registered" {
+                    return Err(format!("${{oid:{arg}}}: {arg} is a {}", event.kind));
+                }
+                json!(oids::of_event(&event))
+            }
+            "sha256" => json!(hex::encode(Sha256::digest(arg.as_bytes()))),
+            "size" => json!(arg.len()),
+            other => return Err(format!("unknown placeholder ${{{other}:...}}")),
+        })
+    }
+
+    /// Resolves every `${...}` in a string: a string that is exactly one
+    /// placeholder takes its JSON value (numbers stay numbers); otherwise
+    /// each is replaced by its text.
+    fn resolve_str(&self, s: &str) -> Result<Value, String> {
+        let mut out = String::new();
+        let mut rest = s;
+        let mut whole: Option<Value> = None;
+        while let Some(start) = rest.find("${") {
+            let end = rest[start..]
+                .find('}')
+                .ok_or_else(|| format!("unterminated placeholder in {s:?}"))?
+                + start;
+            let inner = &rest[start + 2..end];
+            let (name, arg) = inner
+                .split_once(':')
+                .ok_or_else(|| format!("placeholder ${{{inner}}} needs NAME:ARG"))?;
+            let v = self.placeholder(name, arg)?;
+            if start == 0 && end + 1 == rest.len() && out.is_empty() {
+                whole = Some(v.clone());
+            }
+            out.push_str(&rest[..start]);
+            match &v {
+                Value::String(t) => out.push_str(t),
+                other => out.push_str(&other.to_string()),
+            }
+            rest = &rest[end + 1..];
+        }
+        if let Some(v) = whole {
+            return Ok(v);
+        }
+        out.push_str(rest);
+        Ok(Value::String(out))
+    }
+
+    fn resolve(&self, v: &Value) -> Result<Value, String> {
+        Ok(match v {
+            Value::String(s) => self.resolve_str(s)?,
+            Value::Array(a) => Value::Array(
+                a.iter()
+                    .map(|x| self.resolve(x))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Value::Object(m) => {
+                let mut m = m.clone();
+                match m.remove("$template") {
+                    None => {
+                        let mut resolved = Map::new();
+                        for (k, x) in &m {
+                            resolved.insert(k.clone(), self.resolve(x)?);
+                        }
+                        Value::Object(resolved)
+                    }
+                    // The template, patched by the other members, then
+                    // resolved as a whole (an override replaces a
+                    // template's placeholder before it is resolved).
+                    Some(Value::String(name)) => {
+                        let mut base = self
+                            .templates
+                            .get(&name)
+                            .cloned()
+                            .ok_or_else(|| format!("unknown template {name:?}"))?;
+                        merge_patch(&mut base, &Value::Object(m));
+                        self.resolve(&base)?
+                    }
+                    Some(other) => return Err(format!("$template must be a name, not {other}")),
+                }
+            }
+            other => other.clone(),
+        })
+    }
+
+    fn statement(&self, step: &Step) -> Result<Statement, String> {
+        let payload = match (&step.payload, &step.payload_raw) {
+            (Some(p), None) => {
+                serde_json::to_vec(&self.resolve(p)?).map_err(|e| format!("payload: {e}"))?
+            }
+            (None, Some(raw)) => raw.clone().into_bytes(),
+            _ => return Err("a step needs exactly one of payload and payload_raw".into()),
+        };
+        Ok(Statement::sign(&step.kind, payload, &test_key(&step.by)))
+    }
+
+    /// Appends `stmt` as the log does: a known digest is a duplicate,
+    /// otherwise admission and the fold.
+    fn append(&mut self, stmt: Statement, at_ms: Option<u64>) -> Appended {
+        let digest = stmt.digest();
+        if let Some(seq) = self.digests.get(&digest) {
+            return Appended::Duplicate { seq: *seq };
+        }
+        let time = at_ms.unwrap_or(self.last_ms + STEP_MS);
+        match self.log.append(stmt, time) {
+            Ok(seq) => {
+                self.digests.insert(digest, seq);
+                self.last_ms = time.max(self.last_ms);
+                Appended::Admitted { seq }
+            }
+            Err(e) => Appended::Refused(e),
+        }
+    }
+
+    fn step(&mut self, step: &Step, what: &str) -> Result<(), String> {
+        let stmt = self.statement(step).map_err(|e| format!("{what}: {e}"))?;
+        match self.append(stmt, step.at_ms) {
+            Appended::Admitted { seq } => {
+                if let Some(label) = &step.label
+                    && self.labels.insert(label.clone(), seq).is_some()
+                {
+                    return Err(format!("{what}: label {label:?} is used twice"));
+                }
+                Ok(())
+            }
+            Appended::Duplicate { seq } => Err(format!(
+                "{what} ({}) is a duplicate of event {seq}; given events must be admitted",
+                step.kind
+            )),
+            Appended::Refused(e) => Err(format!(
+                "{what} ({} by {}) was refused; given events must be admitted: {e}",
+                step.kind, step.by
+            )),
+        }
+    }
+}
+
+/// RFC 7386 JSON merge patch: objects merge, `null` deletes, anything else
+/// replaces.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(t) = target else {
+        return;
+    };
+    for (k, v) in p {
+        if v.is_null() {
+            t.remove(k);
+        } else {
+            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+fn messages(m: &Option<OneOrMany>) -> Vec<String> {
+    match m {
+        None => Vec::new(),
+        Some(OneOrMany::One(s)) => vec![s.clone()],
+        Some(OneOrMany::Many(v)) => v.clone(),
+    }
+}
+
+/// Checks that `then` is well formed for its outcome.
+fn check_then(then: &Then) -> Result<(), String> {
+    match then.outcome {
+        Outcome::Refused => {
+            let code = then.code.as_deref().ok_or("then: a refusal needs a code")?;
+            if !CODES.contains(&code) {
+                return Err(format!(
+                    "then.code {code:?} is not one of {}",
+                    CODES.join(", ")
+                ));
+            }
+            if then.duplicate_of.is_some() {
+                return Err("then.duplicate_of is only for outcome duplicate".into());
+            }
+        }
+        Outcome::Admitted | Outcome::Duplicate => {
+            if then.code.is_some() || then.message.is_some() {
+                return Err("then.code and then.message are only for outcome refused".into());
+            }
+            if (then.outcome == Outcome::Duplicate) != then.duplicate_of.is_some() {
+                return Err("then.duplicate_of is required for, and only for, duplicate".into());
+            }
+        }
+    }
+    for p in &then.projection {
+        if p.equals.is_some() == p.absent.is_some() {
+            return Err(format!(
+                "projection check {:?} needs exactly one of equals and absent",
+                p.pointer
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs one case; `Err` says how the outcome differs or why the case is
+/// malformed.
+fn run_case(text: &str, templates: &Map<String, Value>) -> Result<(), String> {
+    let case: Case = serde_json::from_str(text).map_err(|e| format!("malformed case file: {e}"))?;
+    if case.description.trim().is_empty() {
+        return Err("malformed case file: description is empty".into());
+    }
+    check_then(&case.then).map_err(|e| format!("malformed case file: {e}"))?;
+    let mut run = Run::new(templates.clone())?;
+    for k in &case.keys {
+        let mut p = json!({"public_key": pub_hex(&test_key(&k.name)), "roles": k.roles});
+        if let Some(t) = k.not_before_ms {
+            p["not_before_ms"] = json!(t);
+        }
+        if let Some(t) = k.not_after_ms {
+            p["not_after_ms"] = json!(t);
+        }
+        let step = Step {
+            label: Some(format!("key:{}", k.name)),
+            kind: "key.registered".into(),
+            by: "admin".into(),
+            payload: Some(p),
+            payload_raw: None,
+            at_ms: None,
+        };
+        run.step(&step, &format!("keys[{}]", k.name))
+            .map_err(|e| format!("malformed case file: {e}"))?;
+    }
+    for (i, step) in case.given.iter().enumerate() {
+        run.step(step, &format!("given[{i}]"))
+            .map_err(|e| format!("malformed case file: {e}"))?;
+    }
+    let stmt = run
+        .statement(&case.when)
+        .map_err(|e| format!("malformed case file: when: {e}"))?;
+    let got = run.append(stmt, case.when.at_ms);
+    if let (Appended::Admitted { seq }, Some(label)) = (&got, &case.when.label)
+        && run.labels.insert(label.clone(), *seq).is_some()
+    {
+        return Err(format!(
+            "malformed case file: when: label {label:?} is used twice"
+        ));
+    }
+    let then = &case.then;
+    match (&got, then.outcome) {
+        (Appended::Admitted { .. }, Outcome::Admitted) => {}
+        (Appended::Duplicate { seq }, Outcome::Duplicate) => {
+            // Invariant: check_then made duplicate_of present for Duplicate.
+            let label = then.duplicate_of.as_deref().unwrap_or_default();
+            let want = run
+                .label_seq(label)
+                .map_err(|e| format!("malformed case file: then.duplicate_of: {e}"))?;
+            if *seq != want {
+                return Err(format!(
+                    "expected a duplicate of {label} (seq {want}), got a duplicate of seq {seq}"
+                ));
+            }
+        }
+        (Appended::Refused(e), Outcome::Refused) => {
+            let code = code_of(e);
+            let want = then.code.as_deref().unwrap_or_default();
+            if code != want {
+                return Err(format!("expected refusal {want}, got {code}: {e}"));
+            }
+            let text = e.to_string();
+            for m in messages(&then.message) {
+                if !text.contains(&m) {
+                    return Err(format!(
+                        "the refusal does not contain {m:?}; it says: {text}"
+                    ));
+                }
+            }
+        }
+        (got, want) => {
+            let got = match got {
+                Appended::Admitted { seq } => format!("admitted at seq {seq}"),
+                Appended::Duplicate { seq } => format!("a duplicate of seq {seq}"),
+                Appended::Refused(e) => format!("refused ({}): {e}", code_of(e)),
+            };
+            return Err(format!("expected {want:?}, got {got}"));
+        }
+    }
+    if !then.projection.is_empty() {
+        let state = serde_json::to_value(run.log.state()).map_err(|e| e.to_string())?;
+        for p in &then.projection {
+            let pointer = match run.resolve_str(&p.pointer) {
+                Ok(Value::String(s)) => s,
+                Ok(other) => other.to_string(),
+                Err(e) => return Err(format!("malformed case file: projection: {e}")),
+            };
+            let found = state.pointer(&pointer);
+            if p.absent == Some(true) {
+                if let Some(v) = found {
+                    return Err(format!("projection {pointer}: expected absent, found {v}"));
+                }
+                continue;
+            }
+            if p.absent == Some(false) && found.is_none() {
+                return Err(format!("projection {pointer}: expected present, absent"));
+            }
+            if let Some(want) = &p.equals {
+                let want = run
+                    .resolve(want)
+                    .map_err(|e| format!("malformed case file: projection: {e}"))?;
+                if found != Some(&want) {
+                    return Err(format!(
+                        "projection {pointer}: expected {want}, found {}",
+                        found.map_or("nothing".into(), Value::to_string)
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn templates() -> Map<String, Value> {
+    let path = cases_dir().join("templates.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    match serde_json::from_str(&text) {
+        Ok(Value::Object(m)) => m,
+        other => panic!("{}: not a JSON object: {other:?}", path.display()),
+    }
+}
+
+/// Every case file: (rule directory, file name, text).
+fn case_files() -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    let mut dirs: Vec<_> = std::fs::read_dir(cases_dir())
+        .expect("tests/cases exists")
+        .map(|e| e.expect("readable dir entry").path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let rule = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .expect("readable rule dir")
+            .map(|e| e.expect("readable dir entry").path())
+            .collect();
+        files.sort();
+        for f in files {
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                name.ends_with(".json"),
+                "tests/cases/{rule}/{name}: only .json case files belong in a rule directory"
+            );
+            let text = std::fs::read_to_string(&f).unwrap();
+            out.push((rule.clone(), name, text));
+        }
+    }
+    out
+}
+
+/// The rule directories the README promises (each must hold cases).
+const RULES: &[&str] = &[
+    "approvals",
+    "duplicates",
+    "key_rotation",
+    "key_spelling",
+    "key_validity",
+    "last_admin",
+    "retention",
+    "roles",
+    "separation_of_duties",
+    "verdicts",
+];
+
+#[test]
+fn every_rule_case_holds() {
+    let templates = templates();
+    let files = case_files();
+    let mut failures = Vec::new();
+    let mut per_rule: BTreeMap<String, usize> = BTreeMap::new();
+    for (rule, name, text) in &files {
+        *per_rule.entry(rule.clone()).or_default() += 1;
+        if let Err(e) = run_case(text, &templates) {
+            failures.push(format!("tests/cases/{rule}/{name}: {e}"));
+        }
+    }
+    for rule in RULES {
+        if per_rule.get(*rule).copied().unwrap_or(0) == 0 {
+            failures.push(format!("tests/cases/{rule}/ holds no case"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} rule cases failed:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
+    eprintln!("{} rule cases hold ({per_rule:?})", files.len());
+}
+
+// ------------------------------------------------------------ the runner itself
+
+/// Given a case that holds, when its expected outcome is changed, then the
+/// runner reports the difference (so a regression cannot pass unnoticed).
+#[test]
+fn a_changed_outcome_is_caught() {
+    let templates = templates();
+    let case = json!({
+        "description": "a submitter may register a task",
+        "keys": [{"name": "sub", "roles": ["submitter"]}],
+        "when": {"kind": "task.registered", "by": "sub", "payload": {"$template": "task"}},
+        "then": {"outcome": "admitted"}
+    });
+    run_case(&case.to_string(), &templates).unwrap();
+    let mut refused = case.clone();
+    refused["then"] = json!({"outcome": "refused", "code": "permission_denied"});
+    let e = run_case(&refused.to_string(), &templates).unwrap_err();
+    assert!(e.contains("expected Refused, got admitted"), "{e}");
+    let mut wrong_role = case.clone();
+    wrong_role["keys"][0]["roles"] = json!(["verifier"]);
+    wrong_role["then"] = json!({"outcome": "refused", "code": "not_found"});
+    let e = run_case(&wrong_role.to_string(), &templates).unwrap_err();
+    assert!(
+        e.contains("expected refusal not_found, got permission_denied"),
+        "{e}"
+    );
+    wrong_role["then"] =
+        json!({"outcome": "refused", "code": "permission_denied", "message": "role approver"});
+    let e = run_case(&wrong_role.to_string(), &templates).unwrap_err();
+    assert!(e.contains("does not contain \"role approver\""), "{e}");
+    let mut projection = case.clone();
+    projection["then"]["projection"] = json!([{
+        "pointer": "/domain/verdicts/tasks/72c84e9c-0975-4c1a-b9a5-864c2725dc8a/status",
+        "equals": "pass"
+    }]);
+    let e = run_case(&projection.to_string(), &templates).unwrap_err();
+    assert!(e.contains("expected \"pass\", found \"pending\""), "{e}");
+}
+
+/// Given malformed case files, then each is reported as malformed.
+#[test]
+fn malformed_cases_are_reported() {
+    let templates = templates();
+    let good = json!({
+        "description": "d",
+        "keys": [{"name": "sub", "roles": ["submitter"]}],
+        "when": {"kind": "task.registered", "by": "sub", "payload": {"$template": "task"}},
+        "then": {"outcome": "admitted"}
+    });
+    let mut bad: Vec<(&str, Value)> = Vec::new();
+    let mut v = good.clone();
+    v["surprise"] = json!(1);
+    bad.push(("unknown field", v));
+    let mut v = good.clone();
+    v["then"] = json!({"outcome": "refused"});
+    bad.push(("refusal without code", v));
+    let mut v = good.clone();
+    v["then"] = json!({"outcome": "refused", "code": "nope"});
+    bad.push(("unknown code", v));
+    let mut v = good.clone();
+    v["then"] = json!({"outcome": "maybe"});
+    bad.push(("unknown outcome", v));
+    let mut v = good.clone();
+    v["when"]["payload"]["$template"] = json!("no-such-template");
+    bad.push(("unknown template", v));
+    let mut v = good.clone();
+    v["when"]["payload"]["task_id"] = json!("${nope:x}");
+    bad.push(("unknown placeholder", v));
+    let mut v = good.clone();
+    v["given"] = json!([{"kind": "verdict.issued", "by": "sub", "payload": {}}]);
+    bad.push(("refused given event", v));
+    let mut v = good.clone();
+    v["when"]["payload"]["task_id"] = json!("${oid:missing}");
+    bad.push(("unknown label", v));
+    for (what, v) in bad {
+        let e = run_case(&v.to_string(), &templates).unwrap_err();
+        assert!(e.starts_with("malformed case file"), "{what}: {e}");
+    }
+    assert!(run_case("{not json", &templates).is_err());
+}

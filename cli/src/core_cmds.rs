@@ -19,6 +19,10 @@ pub struct InitArgs {
     /// Checkpoint origin line (default: `docket.local/<ledger key prefix>`).
     #[arg(long)]
     pub origin: Option<String>,
+    /// Encrypt the new ledger key and admin key with the passphrase
+    /// (`--passphrase-file`, `DOCKET_PASSPHRASE_FILE` or `DOCKET_PASSPHRASE`).
+    #[arg(long)]
+    pub encrypt: bool,
 }
 
 /// `docket recover`.
@@ -42,6 +46,10 @@ pub struct KeygenArgs {
     /// Where to write the private key file (mode 0600; never overwritten).
     #[arg(long)]
     pub out: PathBuf,
+    /// Encrypt the key file with the passphrase (`--passphrase-file`,
+    /// `DOCKET_PASSPHRASE_FILE` or `DOCKET_PASSPHRASE`).
+    #[arg(long)]
+    pub encrypt: bool,
 }
 
 /// `docket log …`.
@@ -177,11 +185,15 @@ pub struct ReplayArgs {
     pub as_of: Option<u64>,
 }
 
-/// Loads an author key file with a clear error.
+/// Loads an author key file with a clear error: exit 4 when it (or the
+/// passphrase of an encrypted one) is missing, 2 when it is malformed, its
+/// permissions are too open or the passphrase is wrong.
 pub fn load_key(path: &Path) -> Result<ed25519_dalek::SigningKey> {
     keys::read_key_file(path).map_err(|e| {
         let code = match e {
-            docket_domain::LedgerError::Io { .. } => exit::MISSING,
+            docket_domain::LedgerError::Io { .. } | docket_domain::LedgerError::NotFound { .. } => {
+                exit::MISSING
+            }
             _ => exit::INVALID,
         };
         CliError::new(code, format!("cannot read key {}: {e}", path.display())).into()
@@ -189,6 +201,7 @@ pub fn load_key(path: &Path) -> Result<ed25519_dalek::SigningKey> {
 }
 
 pub fn run_init(data: &Path, args: &InitArgs, out: Output) -> Result<u8> {
+    crate::keyfile::require_encryption(args.encrypt)?;
     let (ledger, info) = docket_domain::ledger::init(data, args.origin.as_deref())?;
     ledger.close()?;
     let value = serde_json::json!({
@@ -213,11 +226,12 @@ pub fn run_init(data: &Path, args: &InitArgs, out: Output) -> Result<u8> {
 }
 
 pub fn run_keygen(args: &KeygenArgs, out: Output) -> Result<u8> {
+    crate::keyfile::require_encryption(args.encrypt)?;
     let key = keys::generate()?;
     keys::write_key_file(&args.out, &key)?;
     let public = hex::encode(key.verifying_key().to_bytes());
     out.emit(
-        &serde_json::json!({"public_key": public, "key_file": args.out}),
+        &serde_json::json!({"public_key": public, "key_file": args.out, "encrypted": args.encrypt}),
         || public.clone(),
     );
     Ok(exit::OK)

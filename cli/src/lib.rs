@@ -14,6 +14,7 @@ pub mod domain_cmds;
 pub mod exit;
 pub mod export_cmds;
 pub mod http;
+pub mod keyfile;
 pub mod output;
 pub mod pg_cmds;
 pub mod retention_cmds;

@@ -52,6 +52,16 @@ struct Cli {
         default_value_t = LogFormat::Text
     )]
     log_format: LogFormat,
+    /// File holding the passphrase of encrypted private key files (its one
+    /// trailing newline is ignored; mode 0600). Without it, the environment
+    /// variable DOCKET_PASSPHRASE holds the passphrase itself.
+    #[arg(
+        long,
+        global = true,
+        env = "DOCKET_PASSPHRASE_FILE",
+        value_name = "FILE"
+    )]
+    passphrase_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -69,6 +79,9 @@ enum Command {
     Init(InitArgs),
     /// Generate an ed25519 key file and print its public key.
     Keygen(KeygenArgs),
+    /// Encrypt, decrypt or check a private key file (keys at rest).
+    #[command(subcommand)]
+    Keyfile(docket_cli::keyfile::KeyfileCmd),
     /// Append, show and tail raw log events.
     #[command(subcommand)]
     Log(LogCmd),
@@ -140,6 +153,10 @@ fn main() -> ExitCode {
         a.config = config;
     }
     let out = Output { json: cli.json };
+    if let Err(e) = docket_cli::keyfile::install_passphrase(cli.passphrase_file.as_deref()) {
+        eprintln!("error: {e:#}");
+        return ExitCode::from(exit::for_error(&e));
+    }
     let store = match docket_cli::pg_cmds::store_url(cli.store.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -155,6 +172,7 @@ fn main() -> ExitCode {
         },
         Command::Migrate(a) => docket_cli::pg_cmds::run_migrate(a, &cli.data, out),
         Command::Keygen(a) => core_cmds::run_keygen(a, out),
+        Command::Keyfile(c) => docket_cli::keyfile::run(c, out),
         Command::Log(c) => ctx.backend().and_then(|b| core_cmds::run_log(b, c, out)),
         Command::Checkpoint { vkey } => ctx
             .backend()
@@ -206,6 +224,7 @@ fn init_tracing(serving: bool, format: LogFormat) {
     let filter = EnvFilter::try_from_env("DOCKET_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
@@ -263,6 +282,7 @@ const CONFIG_KEYS: &[&str] = &[
     "log_format",
     "store",
     "trusted_key",
+    "passphrase_file",
 ];
 
 /// `--config FILE`, else `DATA/docket.toml` when it exists.

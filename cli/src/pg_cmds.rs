@@ -78,6 +78,7 @@ fn init_into(data: &Path, url: &str, origin: Option<&str>) -> Result<InitOutcome
 
 /// `docket init --store URL`.
 pub fn run_init(data: &Path, url: &str, args: &InitArgs, out: Output) -> Result<u8> {
+    crate::keyfile::require_encryption(args.encrypt)?;
     let info = init_into(data, url, args.origin.as_deref())?;
     let (config, verifier) = docket_log::sequencer::read_config(data)?;
     let value = serde_json::json!({
@@ -279,6 +280,8 @@ fn copy_ledger_key(data: &Path, target: &Path) -> Result<()> {
     let (config, _) = docket_log::sequencer::read_config(target)?;
     let key = docket_domain::keys::read_key_file(&from)?;
     if hex::encode(key.verifying_key().to_bytes()) == config.ledger_public_key {
+        // An encrypted key stays encrypted (under the same passphrase).
+        docket_log::keys::set_encrypt_new_keys(docket_log::keys::is_encrypted_key_file(&from)?);
         docket_domain::keys::write_key_file(&to, &key)?;
     } else {
         eprintln!(

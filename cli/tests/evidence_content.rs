@@ -26,7 +26,12 @@ fn docket() -> Command {
 }
 
 fn run(data: &Path, args: &[&str]) -> Output {
-    docket().arg("--data").arg(data).args(args).output().unwrap()
+    docket()
+        .arg("--data")
+        .arg(data)
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn text(out: &Output) -> String {

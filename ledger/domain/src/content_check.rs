@@ -47,7 +47,10 @@ pub fn check_content(state: &LedgerState, blobs: &BlobStore) -> Vec<Finding> {
                 continue;
             }
         };
-        let rel = format!("blobs/{}/{digest_hex}", digest_hex.get(..2).unwrap_or_default());
+        let rel = format!(
+            "blobs/{}/{digest_hex}",
+            digest_hex.get(..2).unwrap_or_default()
+        );
         match blobs.copy_verified(&digest, &mut std::io::sink()) {
             Ok(_) => {}
             Err(LedgerError::NotFound { .. }) => findings.push(content_finding(

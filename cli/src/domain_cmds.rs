@@ -175,6 +175,9 @@ pub enum EvidenceCmd {
     Put(EvidencePutArgs),
     /// Show an OID's record.
     Show { oid: String },
+    /// List a task's evidence: OID, type, digest, size, retention state and
+    /// the events that reference it (seed 000's evidence query).
+    List(crate::evidence_list::EvidenceListArgs),
     /// Write an OID's content to a file (digest checked; nothing is written
     /// when it does not match).
     Get {
@@ -352,12 +355,12 @@ pub enum CheckCmd {
 }
 
 /// Where the commands run.
-enum Mode {
+pub(crate) enum Mode {
     Embedded(Docket),
     Remote(Remote),
 }
 
-fn mode(ctx: &Ctx) -> Result<Mode> {
+pub(crate) fn mode(ctx: &Ctx) -> Result<Mode> {
     if let Some(url) = &ctx.server {
         return Ok(Mode::Remote(Remote::connect(url)?));
     }
@@ -412,6 +415,7 @@ pub fn run(cmd: &DomainCmd, ctx: &Ctx) -> Result<u8> {
             Ok(exit::OK)
         }
         DomainCmd::Evidence(EvidenceCmd::Get { oid, out: path }) => evidence_get(ctx, oid, path),
+        DomainCmd::Evidence(EvidenceCmd::List(a)) => crate::evidence_list::run(ctx, a),
         DomainCmd::Submit(a) => submit(ctx, a),
         DomainCmd::Verdict(VerdictCmd::Show {
             task,

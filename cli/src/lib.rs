@@ -11,6 +11,7 @@ pub mod backend;
 pub mod client;
 pub mod core_cmds;
 pub mod domain_cmds;
+pub mod evidence_list;
 pub mod exit;
 pub mod export_cmds;
 pub mod http;

@@ -178,7 +178,7 @@ fn check_details(event: &Event, name: &str) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-fn evidence_info(v: &EvidenceView, expires_at_ms: Option<u64>) -> pb::EvidenceInfo {
+pub(crate) fn evidence_info(v: &EvidenceView, expires_at_ms: Option<u64>) -> pb::EvidenceInfo {
     let r = &v.record;
     pb::EvidenceInfo {
         oid: v.oid.clone(),
@@ -619,6 +619,19 @@ impl pb::evidence_server::Evidence for DomainService {
             })
             .await?;
         Ok(Response::new(evidence_info(&v, expires)))
+    }
+
+    async fn list_evidence(
+        &self,
+        request: Request<pb::ListEvidenceRequest>,
+    ) -> Result<Response<pb::ListEvidenceResponse>, Status> {
+        self.shared().check_read(&request)?;
+        let req = request.into_inner();
+        let r = self
+            .shared
+            .read(move |d| crate::evidence_list::list(d, &req))
+            .await?;
+        Ok(Response::new(r))
     }
 
     type DownloadStream = DownloadStream;

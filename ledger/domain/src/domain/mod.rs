@@ -25,6 +25,7 @@
 //! written down in `docs/DOMAIN.md`.
 
 pub mod auto_verify;
+pub mod evidence_query;
 pub mod oid;
 pub mod payloads;
 pub mod projections;

@@ -21,6 +21,7 @@ pub mod evidence;
 pub mod execution;
 pub mod harness;
 mod json;
+pub mod rules;
 pub mod scope;
 pub mod submit;
 pub mod task;

@@ -61,6 +61,10 @@ pub struct TaskContract {
     pub acceptance: Acceptance,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention_class: Option<RetentionClass>,
+    /// Docket's verdict deadline (RFC 3339): when it passes with no verdict,
+    /// the ledger records FAIL `verdict_missing` (seed 001 fail-closed rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_deadline: Option<String>,
 }
 
 impl TaskContract {
@@ -74,7 +78,8 @@ impl TaskContract {
     /// - `task.pins.syntax` (each pin a relative path or valid glob);
     /// - `task.pins.disjoint` (no path in both lists);
     /// - `task.files.within_scope` (every `files` entry within the pins);
-    /// - `task.context.object`, `task.acceptance.*`, `task.retention_class`.
+    /// - `task.context.object`, `task.acceptance.*`, `task.retention_class`;
+    /// - `task.verdict_deadline` (an RFC 3339 timestamp, when present).
     pub fn parse(bytes: &[u8]) -> Result<TaskContract, Vec<Violation>> {
         let value = parse_value("task", bytes)?;
         let mut r = Reader::new("task");
@@ -213,6 +218,13 @@ impl TaskContract {
                 }),
         };
 
+        let verdict_deadline = match root.get("verdict_deadline") {
+            None | Some(Value::Null) => None,
+            Some(v) => r
+                .timestamp(v, "/verdict_deadline", "task.verdict_deadline")
+                .and_then(|_| v.as_str().map(str::to_owned)),
+        };
+
         if !r.violations.is_empty() {
             return Err(r.violations);
         }
@@ -244,6 +256,7 @@ impl TaskContract {
                 context,
                 acceptance,
                 retention_class,
+                verdict_deadline,
             }),
             _ => Err(vec![Violation::new(
                 "task.internal",

@@ -80,6 +80,11 @@ pub struct ContractInfo {
     pub required_checks: Vec<String>,
     /// `acceptance.required_evidence` (evidence type names).
     pub required_evidence: Vec<String>,
+    /// `verdict_deadline`, Unix ms: when it passes with no verdict, the
+    /// deadline sweeper records FAIL `verdict_missing`
+    /// ([`crate::verdicts::imported`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_deadline_ms: Option<u64>,
 }
 
 /// One execution record of a task.
@@ -509,6 +514,11 @@ pub fn fold(tasks: &mut VerdictsProjection, event: &Event, contract: &TaskContra
                 .iter()
                 .map(|t| t.as_str().to_string())
                 .collect(),
+            verdict_deadline_ms: contract
+                .verdict_deadline
+                .as_deref()
+                .and_then(crate::schema::rfc3339_ms)
+                .map(|ms| u64::try_from(ms).unwrap_or(0)),
         },
         submitters: BTreeSet::new(),
         evidence: Vec::new(),

@@ -12,6 +12,9 @@
 //! Separation of duties: a task's submitters (keys that authored its
 //! evidence, executions or submissions) may not check or judge it.
 
+pub mod imported;
+pub mod provenance;
+
 use std::collections::BTreeSet;
 
 use docket_verifier::execution::{ExecutionRecord, ExecutionStatus};
@@ -358,6 +361,9 @@ pub struct VerdictIssued {
     pub verdict: Verdict,
     /// The submission judged; default: the task's latest.
     pub submission_seq: Option<u64>,
+    /// The engine that produced it (auto-verify always records it; an
+    /// external verifier may).
+    pub engine: Option<provenance::Provenance>,
 }
 
 /// Decodes `verdict.issued` (every violation of the document and of the
@@ -370,12 +376,14 @@ pub fn decode_verdict(payload: &[u8]) -> Result<VerdictIssued> {
     let mut f = Fields::new(&map);
     let submission_seq = f.u64("submission_seq", false);
     read_oids(&mut f, false);
+    let engine = provenance::read_engine(&mut f, false);
     violations.extend(f.violations);
     finish(WHAT, violations)?;
     match parsed {
         Ok(verdict) => Ok(VerdictIssued {
             verdict,
             submission_seq,
+            engine,
         }),
         // Invariant: finish() returned Ok, so Verdict::parse succeeded;
         // answer like a violation regardless.

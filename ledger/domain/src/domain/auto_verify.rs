@@ -272,6 +272,12 @@ impl Docket {
         })?;
         if let Some(map) = doc.as_object_mut() {
             map.insert("submission_seq".into(), submission_seq.into());
+            // Verdict provenance (docs/DOMAIN.md): the engine, its version
+            // and the digest of its rule set.
+            map.insert(
+                "engine".into(),
+                crate::verdicts::provenance::Provenance::verifier().to_value(),
+            );
         }
         // Invariant: a JSON value serialises.
         let payload = serde_json::to_vec(&doc).expect("verdict serialises");

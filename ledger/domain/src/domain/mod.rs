@@ -25,14 +25,17 @@
 //! written down in `docs/DOMAIN.md`.
 
 pub mod auto_verify;
+pub mod deadlines;
 pub mod evidence_query;
 pub mod oid;
 pub mod payloads;
 pub mod projections;
 pub mod query;
+pub mod reproduce;
 pub mod retention_service;
 pub mod service;
 pub mod subscriber;
+pub mod verdict_import;
 
 pub use crate::state::DomainState;
 pub use projections::{
@@ -48,18 +51,21 @@ pub use subscriber::{Subscriber, Subscription};
 pub mod kinds {
     pub use crate::kind::names::{
         APPROVAL_DENIED, APPROVAL_GRANTED, APPROVAL_REQUESTED, CHECK_RECORDED, EVIDENCE_REGISTERED,
-        EXECUTION_RECORDED, SUBMISSION_RECEIVED, TASK_REGISTERED, VERDICT_ISSUED,
+        EXECUTION_RECORDED, SUBMISSION_RECEIVED, TASK_REGISTERED, VERDICT_DEADLINE_PASSED,
+        VERDICT_IMPORTED, VERDICT_ISSUED,
     };
 
     /// The task-scoped kinds: tasks, evidence, submissions, checks,
     /// verdicts, approvals.
-    pub const ALL: [&str; 9] = [
+    pub const ALL: [&str; 11] = [
         TASK_REGISTERED,
         EVIDENCE_REGISTERED,
         EXECUTION_RECORDED,
         SUBMISSION_RECEIVED,
         CHECK_RECORDED,
         VERDICT_ISSUED,
+        VERDICT_IMPORTED,
+        VERDICT_DEADLINE_PASSED,
         APPROVAL_REQUESTED,
         APPROVAL_GRANTED,
         APPROVAL_DENIED,

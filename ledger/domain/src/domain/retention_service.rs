@@ -774,6 +774,16 @@ fn report_from(
 
 impl PeriodicSweep for Docket {
     fn periodic_sweep(&self) -> Result<SweepReport> {
+        // Verdict deadlines are swept on the same timer (domain::deadlines).
+        match self.sweep_verdict_deadlines() {
+            Ok(r) if !r.failed.is_empty() => tracing::info!(
+                "verdict deadlines: {} task(s) recorded FAIL verdict_missing",
+                r.failed.len()
+            ),
+            Ok(_) => {}
+            Err(e @ LedgerError::Closed(_)) => return Err(e),
+            Err(e) => tracing::warn!("verdict deadline sweep failed: {e}"),
+        }
         Docket::periodic_sweep(self)
     }
 }

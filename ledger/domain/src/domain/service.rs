@@ -291,6 +291,7 @@ impl Docket {
         match stmt.kind.as_str() {
             kinds::EVIDENCE_REGISTERED => self.register_evidence(stmt).map(|r| r.receipt),
             kinds::SUBMISSION_RECEIVED => self.submit(stmt).map(|r| r.receipt),
+            kinds::VERDICT_IMPORTED => self.import_verdict(stmt).map(|r| r.receipt),
             _ => self.ledger.append(stmt),
         }
     }

@@ -18,6 +18,8 @@
 //! | `submission.received` | [`verdicts::SubmissionReceived`] | submitter | [`verdicts::admit_submission`] | [`verdicts::fold_submission`] |
 //! | `check.recorded` | [`verdicts::CheckRecorded`] | verifier | [`verdicts::admit_check`] | [`verdicts::fold_check`] |
 //! | `verdict.issued` | [`verdicts::VerdictIssued`] | verifier | [`verdicts::admit_verdict`] | [`verdicts::fold_verdict`] |
+//! | `verdict.imported` | [`verdicts::imported::VerdictImported`] | verifier | [`verdicts::imported::admit_imported`] | [`verdicts::imported::fold_imported`] |
+//! | `verdict.deadline_passed` | [`verdicts::imported::DeadlinePassed`] | verifier | [`verdicts::imported::admit_deadline`] | [`verdicts::imported::fold_deadline`] |
 //! | `approval.requested` | [`approvals::ApprovalRequested`] | submitter, approver | [`approvals::admit_request`] | [`approvals::fold_request`] |
 //! | `approval.granted` | [`approvals::ApprovalDecided`] | approver | [`approvals::admit_decision`] | [`approvals::fold_decision`] |
 //! | `approval.denied` | [`approvals::ApprovalDecided`] | approver | [`approvals::admit_decision`] | [`approvals::fold_decision`] |
@@ -46,6 +48,7 @@ use crate::oids::{self, EvidenceRegistered};
 use crate::retention::{self, payloads as rp};
 use crate::state::{AdmitContext, DomainState, LedgerState};
 use crate::tasks;
+use crate::verdicts::imported::{self, DeadlinePassed, VerdictImported};
 use crate::verdicts::{self, CheckRecorded, ExecutionRecorded, SubmissionReceived, VerdictIssued};
 
 /// Every kind the ledger knows, and custom `x-…` extensions.
@@ -60,6 +63,8 @@ pub enum Kind {
     SubmissionReceived,
     CheckRecorded,
     VerdictIssued,
+    VerdictImported,
+    VerdictDeadlinePassed,
     ApprovalRequested,
     ApprovalGranted,
     ApprovalDenied,
@@ -95,7 +100,7 @@ pub const EXTENSION_ROLES: &[Role] = &[
 
 impl Kind {
     /// Every known kind (extensions aside), in table order.
-    pub const KNOWN: [Kind; 19] = [
+    pub const KNOWN: [Kind; 21] = [
         Kind::Genesis,
         Kind::KeyRegistered,
         Kind::KeyRevoked,
@@ -105,6 +110,8 @@ impl Kind {
         Kind::SubmissionReceived,
         Kind::CheckRecorded,
         Kind::VerdictIssued,
+        Kind::VerdictImported,
+        Kind::VerdictDeadlinePassed,
         Kind::ApprovalRequested,
         Kind::ApprovalGranted,
         Kind::ApprovalDenied,
@@ -130,6 +137,8 @@ impl Kind {
             names::SUBMISSION_RECEIVED => Kind::SubmissionReceived,
             names::CHECK_RECORDED => Kind::CheckRecorded,
             names::VERDICT_ISSUED => Kind::VerdictIssued,
+            names::VERDICT_IMPORTED => Kind::VerdictImported,
+            names::VERDICT_DEADLINE_PASSED => Kind::VerdictDeadlinePassed,
             names::APPROVAL_REQUESTED => Kind::ApprovalRequested,
             names::APPROVAL_GRANTED => Kind::ApprovalGranted,
             names::APPROVAL_DENIED => Kind::ApprovalDenied,
@@ -173,6 +182,8 @@ impl Kind {
             Kind::SubmissionReceived => names::SUBMISSION_RECEIVED,
             Kind::CheckRecorded => names::CHECK_RECORDED,
             Kind::VerdictIssued => names::VERDICT_ISSUED,
+            Kind::VerdictImported => names::VERDICT_IMPORTED,
+            Kind::VerdictDeadlinePassed => names::VERDICT_DEADLINE_PASSED,
             Kind::ApprovalRequested => names::APPROVAL_REQUESTED,
             Kind::ApprovalGranted => names::APPROVAL_GRANTED,
             Kind::ApprovalDenied => names::APPROVAL_DENIED,
@@ -197,7 +208,10 @@ impl Kind {
             Kind::EvidenceRegistered | Kind::ExecutionRecorded | Kind::SubmissionReceived => {
                 &[Submitter]
             }
-            Kind::CheckRecorded | Kind::VerdictIssued => &[Verifier],
+            Kind::CheckRecorded
+            | Kind::VerdictIssued
+            | Kind::VerdictImported
+            | Kind::VerdictDeadlinePassed => &[Verifier],
             Kind::ApprovalRequested => &[Submitter, Approver],
             Kind::ApprovalGranted | Kind::ApprovalDenied => &[Approver],
             Kind::RetentionPolicySet => &[Admin],
@@ -247,6 +261,8 @@ pub enum Payload {
     SubmissionReceived(Box<SubmissionReceived>),
     CheckRecorded(CheckRecorded),
     VerdictIssued(Box<VerdictIssued>),
+    VerdictImported(Box<VerdictImported>),
+    VerdictDeadlinePassed(Box<DeadlinePassed>),
     ApprovalRequested(ApprovalRequested),
     ApprovalGranted(ApprovalDecided),
     ApprovalDenied(ApprovalDecided),
@@ -281,6 +297,12 @@ impl Payload {
             Kind::CheckRecorded => Payload::CheckRecorded(verdicts::decode_check(bytes)?),
             Kind::VerdictIssued => {
                 Payload::VerdictIssued(Box::new(verdicts::decode_verdict(bytes)?))
+            }
+            Kind::VerdictImported => {
+                Payload::VerdictImported(Box::new(imported::decode_imported(bytes)?))
+            }
+            Kind::VerdictDeadlinePassed => {
+                Payload::VerdictDeadlinePassed(Box::new(imported::decode_deadline(bytes)?))
             }
             Kind::ApprovalRequested => {
                 Payload::ApprovalRequested(approvals::decode_request(bytes)?)
@@ -322,6 +344,8 @@ impl Payload {
             Payload::SubmissionReceived(p) => verdicts::admit_submission(tasks, oids, p),
             Payload::CheckRecorded(p) => verdicts::admit_check(tasks, stmt, p),
             Payload::VerdictIssued(p) => verdicts::admit_verdict(tasks, oids, stmt, p),
+            Payload::VerdictImported(p) => imported::admit_imported(tasks, oids, stmt, ctx, p),
+            Payload::VerdictDeadlinePassed(p) => imported::admit_deadline(tasks, stmt, ctx, p),
             Payload::ApprovalRequested(p) => approvals::admit_request(tasks, ctx, p),
             Payload::ApprovalGranted(p) | Payload::ApprovalDenied(p) => {
                 approvals::admit_decision(tasks, stmt, ctx, p)
@@ -360,6 +384,8 @@ impl Payload {
             Payload::SubmissionReceived(p) => verdicts::fold_submission(tasks, event, p),
             Payload::CheckRecorded(p) => verdicts::fold_check(tasks, event, p),
             Payload::VerdictIssued(p) => verdicts::fold_verdict(tasks, event, p),
+            Payload::VerdictImported(p) => imported::fold_imported(tasks, oids, event, p),
+            Payload::VerdictDeadlinePassed(p) => imported::fold_deadline(tasks, event, p),
             Payload::ApprovalRequested(p) => approvals::fold_request(tasks, event, p),
             Payload::ApprovalGranted(p) => approvals::fold_decision(tasks, event, p, true),
             Payload::ApprovalDenied(p) => approvals::fold_decision(tasks, event, p, false),

@@ -11,6 +11,10 @@ pub const EXECUTION_RECORDED: &str = "execution.recorded";
 pub const SUBMISSION_RECEIVED: &str = "submission.received";
 pub const CHECK_RECORDED: &str = "check.recorded";
 pub const VERDICT_ISSUED: &str = "verdict.issued";
+/// A seed 001 verifier `verdict.json` recorded with its evidence (verifier).
+pub const VERDICT_IMPORTED: &str = "verdict.imported";
+/// A task's verdict deadline passed with no verdict: FAIL `verdict_missing` (verifier).
+pub const VERDICT_DEADLINE_PASSED: &str = "verdict.deadline_passed";
 pub const APPROVAL_REQUESTED: &str = "approval.requested";
 pub const APPROVAL_GRANTED: &str = "approval.granted";
 pub const APPROVAL_DENIED: &str = "approval.denied";
@@ -34,7 +38,7 @@ pub const RETENTION_SWEEP: &str = "retention.sweep";
 pub const EXTENSION_PREFIX: &str = "x-";
 
 /// Every known kind, in table order.
-pub const ALL: [&str; 19] = [
+pub const ALL: [&str; 21] = [
     GENESIS,
     KEY_REGISTERED,
     KEY_REVOKED,
@@ -44,6 +48,8 @@ pub const ALL: [&str; 19] = [
     SUBMISSION_RECEIVED,
     CHECK_RECORDED,
     VERDICT_ISSUED,
+    VERDICT_IMPORTED,
+    VERDICT_DEADLINE_PASSED,
     APPROVAL_REQUESTED,
     APPROVAL_GRANTED,
     APPROVAL_DENIED,

@@ -89,6 +89,8 @@ pub enum RoleArg {
     Approver,
     Custodian,
     Auditor,
+    /// The seed 002 execution gateway (`docket exec`).
+    Gateway,
 }
 
 impl From<RoleArg> for Role {
@@ -100,6 +102,7 @@ impl From<RoleArg> for Role {
             RoleArg::Approver => Role::Approver,
             RoleArg::Custodian => Role::Custodian,
             RoleArg::Auditor => Role::Auditor,
+            RoleArg::Gateway => Role::Gateway,
         }
     }
 }
@@ -534,7 +537,7 @@ fn append_statement(ctx: &Ctx, st: Statement) -> Result<u8> {
 }
 
 /// Turns an `Invalid` error into one line per violated rule.
-fn explain(e: anyhow::Error) -> anyhow::Error {
+pub(crate) fn explain(e: anyhow::Error) -> anyhow::Error {
     if let Some(LedgerError::Invalid { what, violations }) = e.downcast_ref::<LedgerError>() {
         let mut msg = format!("invalid {what}: {} violation(s)", violations.len());
         for v in violations {
@@ -919,7 +922,7 @@ fn evidence_put(ctx: &Ctx, a: &EvidencePutArgs) -> Result<u8> {
 }
 
 /// Streams a file to `Evidence.Upload` with its signed registration.
-fn upload_stream(
+pub(crate) fn upload_stream(
     r: &Remote,
     st: &Statement,
     digest: &[u8; 32],

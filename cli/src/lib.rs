@@ -12,6 +12,7 @@ pub mod client;
 pub mod core_cmds;
 pub mod domain_cmds;
 pub mod evidence_list;
+pub mod exec_cmds;
 pub mod exit;
 pub mod export_cmds;
 pub mod http;

@@ -107,6 +107,10 @@ enum Command {
     ValidateTask(verify_cmds::ValidateTaskArgs),
     /// Classify failures from logs and an exit code.
     Classify(verify_cmds::ClassifyArgs),
+    /// The seed 002 execution gateway: run `-- CMD ARGS...` as a child
+    /// process and record its execution record and full outputs, signed by
+    /// a gateway key. Exit 0 SUCCESS, 5 FAILURE, 4 NO_EVIDENCE.
+    Exec(docket_cli::exec_cmds::ExecArgs),
     /// Print a shell completion script (e.g. `docket completions bash >
     /// ~/.local/share/bash-completion/completions/docket`).
     Completions {
@@ -187,6 +191,7 @@ fn main() -> ExitCode {
         Command::Verify(a) => verify_cmds::run_verify(a),
         Command::ValidateTask(a) => verify_cmds::run_validate_task(a),
         Command::Classify(a) => verify_cmds::run_classify(a),
+        Command::Exec(a) => docket_cli::exec_cmds::run(&ctx, a),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "docket", &mut std::io::stdout());

@@ -93,6 +93,37 @@ pub fn evidence_hash_preimage(
     bytes
 }
 
+/// The full stderr of a NO_EVIDENCE record: `NO_EVIDENCE: <reason>` on its
+/// own line, then what the command wrote to stderr (if anything).
+#[must_use]
+pub fn no_evidence_stderr(reason: &str, partial_stderr: &str) -> String {
+    let mut out = format!("NO_EVIDENCE: {}\n", reason.trim_end());
+    out.push_str(partial_stderr);
+    out
+}
+
+/// The `raw_command` of an argument vector: the arguments joined by single
+/// spaces, each one that is empty or holds anything but
+/// `[A-Za-z0-9_@%+=:,./-]` single-quoted POSIX-style (`'` written `'\''`).
+/// Deterministic, and `sh -c` reads it back as the same vector.
+#[must_use]
+pub fn shell_join<S: AsRef<str>>(argv: &[S]) -> String {
+    argv.iter()
+        .map(|a| {
+            let a = a.as_ref();
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+            if plain {
+                a.to_owned()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Whether an artifact name is an execution record: `*.execution.json`, or an
 /// `evidence.json` inside an `execution/` directory (seed 002 artifact layout).
 #[must_use]
@@ -140,6 +171,44 @@ impl ExecutionRecord {
             } else {
                 ExecutionStatus::Failure
             },
+            evidence_hash: String::new(),
+            artifacts: Vec::new(),
+        };
+        record.evidence_hash = record.recompute_evidence_hash();
+        record
+    }
+
+    /// Builds an explicit NO_EVIDENCE record (seed 002 "NO_EVIDENCE
+    /// Reasons"): the command could not be executed, so there is no exit
+    /// code; `reason` is the first line of `stderr` (the seed: "Include the
+    /// reason in the stderr field"), followed by whatever stderr the command
+    /// wrote before it was stopped (a timeout). Outputs are truncated like
+    /// any record's and the hash computed. An empty reason becomes
+    /// "ExecutionGateway is unavailable" (the record must carry a reason).
+    #[must_use]
+    pub fn no_evidence(
+        raw_command: &str,
+        reason: &str,
+        full_stdout: &str,
+        full_stderr: &str,
+        started_at: &str,
+        finished_at: &str,
+        duration_seconds: f64,
+    ) -> Self {
+        let reason = if reason.trim().is_empty() {
+            "ExecutionGateway is unavailable"
+        } else {
+            reason
+        };
+        let mut record = Self {
+            raw_command: raw_command.to_owned(),
+            exit_code: None,
+            stdout: truncate_output(full_stdout),
+            stderr: truncate_output(&no_evidence_stderr(reason, full_stderr)),
+            started_at: started_at.to_owned(),
+            finished_at: finished_at.to_owned(),
+            duration_seconds,
+            status: ExecutionStatus::NoEvidence,
             evidence_hash: String::new(),
             artifacts: Vec::new(),
         };
@@ -446,6 +515,63 @@ mod tests {
             ExecutionRecord::parse(&record_json(&slow)).unwrap_err()[0].rule,
             "execution.timestamps"
         );
+    }
+
+    #[test]
+    fn no_evidence_records_carry_their_reason_and_parse() {
+        let r = ExecutionRecord::no_evidence(
+            "missing-tool --flag",
+            "command not found: missing-tool",
+            "",
+            "",
+            "2026-02-09T14:30:00Z",
+            "2026-02-09T14:30:00Z",
+            0.0,
+        );
+        assert_eq!(r.status, ExecutionStatus::NoEvidence);
+        assert_eq!(r.exit_code, None);
+        assert_eq!(r.stderr, "NO_EVIDENCE: command not found: missing-tool\n");
+        assert_eq!(
+            r.evidence_hash,
+            crate::sha256_hex(
+                b"missing-tool --flag||NO_EVIDENCE: command not found: missing-tool\n|null"
+            )
+        );
+        assert_eq!(ExecutionRecord::parse(&record_json(&r)).unwrap(), r);
+        let blank = ExecutionRecord::no_evidence(
+            "x",
+            " ",
+            "",
+            "",
+            "2026-02-09T14:30:00Z",
+            "2026-02-09T14:30:00Z",
+            0.0,
+        );
+        assert!(blank.stderr.contains("ExecutionGateway is unavailable"));
+        let long = ExecutionRecord::no_evidence(
+            "x",
+            "timeout",
+            &"o".repeat(20_000),
+            &"e".repeat(20_000),
+            "2026-02-09T14:30:00Z",
+            "2026-02-09T14:30:01Z",
+            1.0,
+        );
+        assert!(long.stdout.ends_with(TRUNCATION_MARKER));
+        assert!(long.stderr.starts_with("NO_EVIDENCE: timeout\n"));
+        assert!(long.stderr.ends_with(TRUNCATION_MARKER));
+        assert!(ExecutionRecord::parse(&record_json(&long)).is_ok());
+    }
+
+    #[test]
+    fn shell_join_quotes_only_what_needs_it() {
+        assert_eq!(shell_join(&["cargo", "test", "-p", "x"]), "cargo test -p x");
+        assert_eq!(
+            shell_join(&["sh", "-c", "echo hi; exit 3"]),
+            "sh -c 'echo hi; exit 3'"
+        );
+        assert_eq!(shell_join(&["printf", "it's", ""]), "printf 'it'\\''s' ''");
+        assert_eq!(shell_join::<&str>(&[]), "");
     }
 
     #[test]

@@ -1056,6 +1056,177 @@ pub fn check_events(text: &str, report: &RunReport) -> Vec<Finding> {
     out
 }
 
+// ------------------------------------------------------------ ledger approvals
+
+/// Decision recorded in the ledger for one approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerDecision {
+    Requested,
+    Granted,
+    Denied,
+}
+
+/// One approval as the ledger holds it (`approval.requested` and its
+/// answer), handed to [`check_approval_binding`] by the caller: the engine
+/// stays pure and never reads a ledger itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerApproval {
+    /// Sequence number of the `approval.requested` event.
+    pub request_seq: u64,
+    pub scope: String,
+    pub mutation_mode: String,
+    pub decision: LedgerDecision,
+    /// Hex public key that signed the grant or denial.
+    pub approver_key: Option<String>,
+    /// The decision's `actor`.
+    pub approver_actor: Option<String>,
+    /// Effective expiry (the grant's, else the request's), Unix ms.
+    pub expires_at_ms: Option<i64>,
+}
+
+/// The rule of [`check_approval_binding`].
+pub const APPROVAL_BINDING_RULE: &str = "harness.approval.ledger";
+
+fn ms(t: time::OffsetDateTime) -> i128 {
+    t.unix_timestamp_nanos() / 1_000_000
+}
+
+/// Harness approvals bound to ledger approvals (seed 003 "Approval
+/// Semantics" plus Docket's ledger): every grant the run claims — each
+/// `approval.granted` line of `events.normalized.jsonl`, and
+/// `approval_status: "granted"` in `report.json` — passes only when the
+/// ledger holds a **matching grant**:
+///
+/// - same `scope` and `mutation_mode` (exact);
+/// - the same approver: the event's `approver_key` (hex) is the key that
+///   signed the ledger grant, or, when the event names no key, its `actor`
+///   is the grant's actor (case-insensitive);
+/// - the expiry: the ledger grant, when it expires, had not expired at the
+///   event's `timestamp`, and the event claims no later expiry (an event
+///   without one claims none, which outlives an expiring grant).
+///
+/// A claim without a match is a `harness.approval.ledger` finding, fail
+/// class "approval denied" (seed 003's fail-closed class for an approval
+/// that does not stand), reason code `POLICY_VIOLATION`; the message says
+/// whether the ledger denied it, never answered it, or holds nothing for
+/// that scope and mode. Deterministic: `approvals` are what the ledger held
+/// before the submission (the caller's job), and no clock is read.
+#[must_use]
+pub fn check_approval_binding(
+    report: &RunReport,
+    events_text: Option<&str>,
+    approvals: &[LedgerApproval],
+) -> Vec<Finding> {
+    const FILE: &str = "events.normalized.jsonl";
+    let mut out = Vec::new();
+    let mut claims = 0usize;
+    for (i, line) in events_text.unwrap_or_default().lines().enumerate() {
+        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if event_name(&obj) != Some("approval.granted") {
+            continue;
+        }
+        claims += 1;
+        let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        let text = |k: &str| obj.get(k).and_then(Value::as_str).map(str::trim);
+        let scope = text("scope").unwrap_or_default();
+        let mode = text("mutation_mode").unwrap_or_default();
+        let actor = text("actor").unwrap_or_default();
+        let key = text("approver_key").map(str::to_ascii_lowercase);
+        let at = obj
+            .get("timestamp")
+            .or_else(|| obj.get("ts"))
+            .and_then(Value::as_str)
+            .and_then(parse_rfc3339)
+            .map(ms);
+        let claimed_expiry = obj
+            .get("expiry")
+            .or_else(|| obj.get("expires_at"))
+            .and_then(Value::as_str)
+            .and_then(parse_rfc3339)
+            .map(ms);
+        let same_approver = |a: &LedgerApproval| match &key {
+            Some(k) => a
+                .approver_key
+                .as_deref()
+                .is_some_and(|x| x.eq_ignore_ascii_case(k)),
+            None => a
+                .approver_actor
+                .as_deref()
+                .is_some_and(|x| !actor.is_empty() && x.trim().eq_ignore_ascii_case(actor)),
+        };
+        let candidates: Vec<&LedgerApproval> = approvals
+            .iter()
+            .filter(|a| a.scope == scope && a.mutation_mode == mode)
+            .collect();
+        let mut why = Vec::new();
+        let mut matched = false;
+        for a in &candidates {
+            match a.decision {
+                LedgerDecision::Denied if same_approver(a) || key.is_none() => {
+                    why.push(format!("the ledger denied request {}", a.request_seq));
+                }
+                LedgerDecision::Denied => {}
+                LedgerDecision::Requested => {
+                    why.push(format!(
+                        "request {} was never answered in the ledger",
+                        a.request_seq
+                    ));
+                }
+                LedgerDecision::Granted if !same_approver(a) => why.push(format!(
+                    "the ledger grant of request {} is by another approver",
+                    a.request_seq
+                )),
+                LedgerDecision::Granted => match a.expires_at_ms.map(i128::from) {
+                    Some(exp) if at.is_none_or(|t| t > exp) => why.push(format!(
+                        "the ledger grant of request {} had expired at the event's timestamp",
+                        a.request_seq
+                    )),
+                    Some(exp) if claimed_expiry.is_none_or(|c| c > exp) => why.push(format!(
+                        "the event claims a later expiry than the ledger grant of request {}",
+                        a.request_seq
+                    )),
+                    _ => {
+                        matched = true;
+                        break;
+                    }
+                },
+            }
+        }
+        if !matched {
+            if candidates.is_empty() {
+                why.push(format!(
+                    "the ledger holds no approval for scope {scope:?} and mutation mode {mode:?}"
+                ));
+            }
+            out.push(finding(
+                CHECK,
+                APPROVAL_BINDING_RULE,
+                ReasonCode::PolicyViolation,
+                FILE,
+                Some(n),
+                format!(
+                    "approval denied: the run's approval.granted by {actor:?} has no matching ledger grant ({})",
+                    why.join("; ")
+                ),
+            ));
+        }
+    }
+    if claims == 0 && report.approval_status == ApprovalStatus::Granted {
+        out.push(finding(
+            CHECK,
+            APPROVAL_BINDING_RULE,
+            ReasonCode::PolicyViolation,
+            "report.json",
+            None,
+            "approval denied: report.json says the approval was granted, but no approval.granted event names the grant to match against the ledger".into(),
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1086,6 +1257,108 @@ mod tests {
 
     fn rules(findings: &[Finding]) -> Vec<&str> {
         findings.iter().map(|f| f.rule.as_str()).collect()
+    }
+
+    fn grant_line(extra: &str) -> String {
+        format!(
+            r#"{{"event":"approval.granted","actor":"operator","scope":"src/","mutation_mode":"write","timestamp":"2026-02-09T14:02:00Z","expires_at":"2026-02-09T15:00:00Z"{extra}}}"#
+        )
+    }
+
+    fn ledger_grant(decision: LedgerDecision, expires: Option<&str>) -> LedgerApproval {
+        LedgerApproval {
+            request_seq: 7,
+            scope: "src/".into(),
+            mutation_mode: "write".into(),
+            decision,
+            approver_key: Some("ab".repeat(32)),
+            approver_actor: Some("Operator".into()),
+            expires_at_ms: expires
+                .and_then(parse_rfc3339)
+                .map(|t| i64::try_from(ms(t)).unwrap()),
+        }
+    }
+
+    #[test]
+    fn a_claimed_grant_passes_only_with_a_matching_ledger_grant() {
+        let r = report(ApprovalStatus::Granted);
+        let line = grant_line("");
+        let ok = [ledger_grant(
+            LedgerDecision::Granted,
+            Some("2026-02-09T16:00:00Z"),
+        )];
+        assert!(check_approval_binding(&r, Some(&line), &ok).is_empty());
+        // No expiry in the ledger: any claimed expiry is within it.
+        let forever = [ledger_grant(LedgerDecision::Granted, None)];
+        assert!(check_approval_binding(&r, Some(&line), &forever).is_empty());
+        // By key: the event names the signing key.
+        let keyed = grant_line(&format!(r#","approver_key":"{}""#, "AB".repeat(32)));
+        assert!(check_approval_binding(&r, Some(&keyed), &ok).is_empty());
+        let other_key = grant_line(&format!(r#","approver_key":"{}""#, "cd".repeat(32)));
+        let f = check_approval_binding(&r, Some(&other_key), &ok);
+        assert_eq!(rules(&f), [APPROVAL_BINDING_RULE]);
+        assert!(
+            f[0].message.contains("another approver"),
+            "{}",
+            f[0].message
+        );
+    }
+
+    #[test]
+    fn without_a_matching_ledger_grant_the_run_fails_closed_as_approval_denied() {
+        let r = report(ApprovalStatus::Granted);
+        let line = grant_line("");
+        let cases: [(&str, Vec<LedgerApproval>, &str); 6] = [
+            ("nothing in the ledger", vec![], "holds no approval"),
+            (
+                "denied",
+                vec![ledger_grant(LedgerDecision::Denied, None)],
+                "denied request 7",
+            ),
+            (
+                "unanswered",
+                vec![ledger_grant(LedgerDecision::Requested, None)],
+                "never answered",
+            ),
+            (
+                "expired",
+                vec![ledger_grant(
+                    LedgerDecision::Granted,
+                    Some("2026-02-09T14:01:00Z"),
+                )],
+                "had expired",
+            ),
+            (
+                "claims longer",
+                vec![ledger_grant(
+                    LedgerDecision::Granted,
+                    Some("2026-02-09T14:30:00Z"),
+                )],
+                "later expiry",
+            ),
+            (
+                "other scope",
+                vec![LedgerApproval {
+                    scope: "docs/".into(),
+                    ..ledger_grant(LedgerDecision::Granted, None)
+                }],
+                "holds no approval",
+            ),
+        ];
+        for (what, approvals, says) in cases {
+            let f = check_approval_binding(&r, Some(&line), &approvals);
+            assert_eq!(rules(&f), [APPROVAL_BINDING_RULE], "{what}");
+            assert_eq!(f[0].reason_code, ReasonCode::PolicyViolation, "{what}");
+            assert!(f[0].message.starts_with("approval denied"), "{what}");
+            assert!(f[0].message.contains(says), "{what}: {}", f[0].message);
+            assert_eq!(fail_closed_class(&f[0].message), Some("approval denied"));
+        }
+        // A report that says granted without any grant event fails too.
+        let f =
+            check_approval_binding(&r, Some(""), &[ledger_grant(LedgerDecision::Granted, None)]);
+        assert_eq!(rules(&f), [APPROVAL_BINDING_RULE]);
+        // No claim, nothing to bind.
+        assert!(check_approval_binding(&report(ApprovalStatus::NotRequired), None, &[]).is_empty());
     }
 
     const BASE: [&str; 3] = [

@@ -34,6 +34,11 @@ pub struct Acceptance {
     pub required_checks: Vec<String>,
     #[serde(default)]
     pub required_test_commands: Vec<String>,
+    /// Docket: the task's test results must come from the execution
+    /// gateway (seed 002): a submission passes only with a gateway-signed
+    /// `execution.recorded` for the task (docs/DOMAIN.md §3.3.1).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_gateway_execution: bool,
 }
 
 /// Retention class of the task's evidence (seed 000 §8.2.4 §3).
@@ -281,6 +286,18 @@ fn read_acceptance(r: &mut Reader, v: &Value) -> Option<Acceptance> {
     let evidence = list("required_evidence");
     let checks = list("required_checks");
     let commands = list("required_test_commands");
+    let require_gateway_execution = match obj.get("require_gateway_execution") {
+        None | Some(Value::Null) => Some(false),
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => {
+            r.violate(
+                "task.type",
+                "/acceptance/require_gateway_execution",
+                "must be a boolean",
+            );
+            None
+        }
+    };
     let mut required_evidence = Vec::new();
     let mut ok = true;
     for (i, name) in evidence.iter().flatten().enumerate() {
@@ -318,6 +335,7 @@ fn read_acceptance(r: &mut Reader, v: &Value) -> Option<Acceptance> {
         required_evidence,
         required_checks: checks?,
         required_test_commands: commands?,
+        require_gateway_execution: require_gateway_execution?,
     })
 }
 

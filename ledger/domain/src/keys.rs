@@ -31,16 +31,21 @@ pub enum Role {
     Approver,
     Custodian,
     Auditor,
+    /// The seed 002 execution gateway (`docket exec`): runs commands and
+    /// records their execution records and full outputs; its records are
+    /// the gateway-attested ones a task's acceptance can require.
+    Gateway,
 }
 
 impl Role {
-    pub const ALL: [Role; 6] = [
+    pub const ALL: [Role; 7] = [
         Role::Admin,
         Role::Submitter,
         Role::Verifier,
         Role::Approver,
         Role::Custodian,
         Role::Auditor,
+        Role::Gateway,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -51,6 +56,7 @@ impl Role {
             Role::Approver => "approver",
             Role::Custodian => "custodian",
             Role::Auditor => "auditor",
+            Role::Gateway => "gateway",
         }
     }
 }

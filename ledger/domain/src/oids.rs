@@ -204,24 +204,27 @@ pub fn default_artifact_name(evidence_type: &str, oid: &str) -> String {
 /// Reads an `evidence_oids` array of well-formed, distinct OIDs (a
 /// violation per bad entry); what the payload lists when valid.
 pub(crate) fn read_oids(f: &mut Fields<'_>, required: bool) -> Vec<String> {
+    read_oid_field(f, "evidence_oids", required)
+}
+
+/// Reads an array `field` of well-formed, distinct OIDs (a violation per
+/// bad entry), e.g. a submission's `touched_oids`.
+pub(crate) fn read_oid_field(f: &mut Fields<'_>, field: &str, required: bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
     for (i, o) in f
-        .strings("evidence_oids", required)
+        .strings(field, required)
         .unwrap_or_default()
         .into_iter()
         .enumerate()
     {
         if !is_oid(o) {
             f.violate(
-                &format!("evidence_oids/{i}"),
+                &format!("{field}/{i}"),
                 format!("{o:?} is not an OID (26-character ULID, upper case)"),
             );
         } else if !seen.insert(o) {
-            f.violate(
-                &format!("evidence_oids/{i}"),
-                format!("{o} is listed twice"),
-            );
+            f.violate(&format!("{field}/{i}"), format!("{o} is listed twice"));
         } else {
             out.push(o.to_string());
         }

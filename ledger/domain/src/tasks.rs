@@ -109,6 +109,9 @@ pub struct SubmissionInfo {
     /// SHA-256 (hex) of the submission payload.
     pub sha256: Hex32,
     pub evidence_oids: Vec<String>,
+    /// The executor's `touched_oids` (seed 001), each a registered OID.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub touched_oids: Vec<String>,
 }
 
 /// One check result for the latest submission (the latest record per name).

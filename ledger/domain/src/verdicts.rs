@@ -167,6 +167,10 @@ pub struct SubmissionReceived {
     pub submission: Submission,
     /// Distinct, well-formed OIDs (may be empty).
     pub evidence_oids: Vec<String>,
+    /// The executor's `touched_oids` (seed 001 executor output): distinct,
+    /// well-formed OIDs, each registered (to any task) before the
+    /// submission; optional.
+    pub touched_oids: Vec<String>,
 }
 
 /// Decodes `submission.received` (every violation of the document and of
@@ -178,12 +182,14 @@ pub fn decode_submission(payload: &[u8]) -> Result<SubmissionReceived> {
     let map = json_object(WHAT, payload)?;
     let mut f = Fields::new(&map);
     let evidence_oids = read_oids(&mut f, true);
+    let touched_oids = crate::oids::read_oid_field(&mut f, "touched_oids", false);
     violations.extend(f.violations);
     finish(WHAT, violations)?;
     match parsed {
         Ok(submission) => Ok(SubmissionReceived {
             submission,
             evidence_oids,
+            touched_oids,
         }),
         // Invariant: finish() returned Ok, so Submission::parse succeeded;
         // answer like a violation regardless.
@@ -192,7 +198,8 @@ pub fn decode_submission(payload: &[u8]) -> Result<SubmissionReceived> {
 }
 
 /// `submission.received`: the task exists; every OID is the task's, no two
-/// share an artifact name, and every one still holds its content.
+/// share an artifact name, and every one still holds its content; every
+/// `touched_oids` entry is a registered OID (`NotFound` naming it).
 pub fn admit_submission(
     tasks: &VerdictsProjection,
     oids: &OidRegistry,
@@ -201,6 +208,13 @@ pub fn admit_submission(
     const WHAT: &str = names::SUBMISSION_RECEIVED;
     let task = tasks.task(&p.submission.task_id)?;
     oids.check_task(task, WHAT, &p.evidence_oids)?;
+    for o in &p.touched_oids {
+        if !oids.oids.contains_key(o) {
+            return Err(LedgerError::NotFound {
+                what: format!("touched_oids: evidence OID {o} (not registered)"),
+            });
+        }
+    }
     let mut seen = BTreeSet::new();
     let mut violations = Vec::new();
     let mut records = Vec::with_capacity(p.evidence_oids.len());
@@ -253,6 +267,7 @@ pub fn fold_submission(
         status: submit_status(p.submission.status).to_string(),
         sha256: Hex32::sha256(&event.payload),
         evidence_oids: p.evidence_oids.clone(),
+        touched_oids: p.touched_oids.clone(),
     });
     task.checks.clear();
     task.verdict = None;

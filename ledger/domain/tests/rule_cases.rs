@@ -579,6 +579,7 @@ fn case_files() -> Vec<(String, String, String)> {
 const RULES: &[&str] = &[
     "approvals",
     "duplicates",
+    "gateway",
     "key_rotation",
     "key_spelling",
     "key_validity",
@@ -586,6 +587,7 @@ const RULES: &[&str] = &[
     "retention",
     "roles",
     "separation_of_duties",
+    "touched_oids",
     "verdicts",
 ];
 

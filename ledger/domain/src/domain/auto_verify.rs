@@ -396,12 +396,28 @@ impl Docket {
         let evaluated_at = time::OffsetDateTime::from_unix_timestamp_nanos(at_ms)
             .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
         let mut verdict = evaluate(&contract, &source, evaluated_at);
-        if let Some(finding) = mismatch {
+        // What only the ledger knows (docs/DOMAIN.md §3.3.1, §3.10): gateway
+        // attestation and harness approvals bound to ledger approvals.
+        let blob = |n: &str| source.blobs.get(n).and_then(|b| b.as_deref().ok());
+        let (ledger_checks, ledger_findings) = self.ledger_findings(
+            &contract,
+            task_id.as_ref(),
+            submission_seq,
+            &event.author,
+            blob("report.json"),
+            blob("events.normalized.jsonl"),
+        )?;
+        if mismatch.is_some() || !ledger_checks.is_empty() || !ledger_findings.is_empty() {
             let mut findings = verdict.findings.clone();
-            findings.push(finding);
+            findings.extend(mismatch);
+            findings.extend(ledger_findings);
+            let mut checks = verdict.checks.clone();
+            for c in ledger_checks {
+                checks.entry(c.to_string()).or_insert(true);
+            }
             verdict = Verdict::from_checks(
                 verdict.task_id.clone(),
-                verdict.checks.clone(),
+                checks,
                 findings,
                 verdict.timestamps.clone(),
                 verdict.links.clone(),

@@ -25,6 +25,7 @@
 //! written down in `docs/DOMAIN.md`.
 
 pub mod auto_verify;
+pub mod gateway;
 pub mod deadlines;
 pub mod evidence_query;
 pub mod oid;

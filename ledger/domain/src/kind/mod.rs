@@ -13,8 +13,8 @@
 //! | `key.registered` | [`keys::KeyRegistered`] | admin | [`keys::admit_registered`] | [`keys::fold_registered`] |
 //! | `key.revoked` | [`keys::KeyRevoked`] | admin | [`keys::admit_revoked`] | [`keys::fold_revoked`] |
 //! | `task.registered` | [`TaskContract`] | admin, submitter | [`tasks::admit`] | [`tasks::fold`] |
-//! | `evidence.registered` | [`oids::EvidenceRegistered`] | submitter | [`oids::admit_evidence`] | [`oids::fold_evidence`] |
-//! | `execution.recorded` | [`verdicts::ExecutionRecorded`] | submitter | [`verdicts::admit_execution`] | [`verdicts::fold_execution`] |
+//! | `evidence.registered` | [`oids::EvidenceRegistered`] | submitter, gateway | [`oids::admit_evidence`] | [`oids::fold_evidence`] |
+//! | `execution.recorded` | [`verdicts::ExecutionRecorded`] | submitter, gateway | [`verdicts::admit_execution`] | [`verdicts::fold_execution`] |
 //! | `submission.received` | [`verdicts::SubmissionReceived`] | submitter | [`verdicts::admit_submission`] | [`verdicts::fold_submission`] |
 //! | `check.recorded` | [`verdicts::CheckRecorded`] | verifier | [`verdicts::admit_check`] | [`verdicts::fold_check`] |
 //! | `verdict.issued` | [`verdicts::VerdictIssued`] | verifier | [`verdicts::admit_verdict`] | [`verdicts::fold_verdict`] |
@@ -96,6 +96,7 @@ pub const EXTENSION_ROLES: &[Role] = &[
     Role::Verifier,
     Role::Approver,
     Role::Custodian,
+    Role::Gateway,
 ];
 
 impl Kind {
@@ -200,14 +201,15 @@ impl Kind {
 
     /// Who may author this kind.
     pub fn authors(&self) -> Authors {
-        use Role::{Admin, Approver, Custodian, Submitter, Verifier};
+        use Role::{Admin, Approver, Custodian, Gateway, Submitter, Verifier};
         Authors::Roles(match self {
             Kind::Genesis => return Authors::LedgerKey,
             Kind::KeyRegistered | Kind::KeyRevoked => &[Admin],
             Kind::TaskRegistered => &[Admin, Submitter],
-            Kind::EvidenceRegistered | Kind::ExecutionRecorded | Kind::SubmissionReceived => {
-                &[Submitter]
-            }
+            // The execution gateway (`docket exec`) registers the full
+            // outputs and records the execution it ran.
+            Kind::EvidenceRegistered | Kind::ExecutionRecorded => &[Submitter, Gateway],
+            Kind::SubmissionReceived => &[Submitter],
             Kind::CheckRecorded
             | Kind::VerdictIssued
             | Kind::VerdictImported

@@ -18,8 +18,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
 use docket_domain::event::Event;
-use docket_domain::export::MemoryLog;
+use docket_domain::export::{LogSource as _, MemoryLog};
 use docket_domain::{LedgerError, Statement, oids};
 use ed25519_dalek::SigningKey;
 use serde::Deserialize;
@@ -423,7 +425,10 @@ fn check_then(then: &Then) -> Result<(), String> {
 
 /// Runs one case; `Err` says how the outcome differs or why the case is
 /// malformed.
-fn run_case(text: &str, templates: &Map<String, Value>) -> Result<(), String> {
+/// Runs one case; `Ok` is its admission vector (the log before `when`,
+/// the statement, where it lands and the expected outcome), `Err` says how
+/// the outcome differs or why the case is malformed.
+fn run_case(text: &str, templates: &Map<String, Value>) -> Result<Value, String> {
     let case: Case = serde_json::from_str(text).map_err(|e| format!("malformed case file: {e}"))?;
     if case.description.trim().is_empty() {
         return Err("malformed case file: description is empty".into());
@@ -456,6 +461,19 @@ fn run_case(text: &str, templates: &Map<String, Value>) -> Result<(), String> {
     let stmt = run
         .statement(&case.when)
         .map_err(|e| format!("malformed case file: when: {e}"))?;
+    let log: Vec<String> = (0..run.log.len())
+        .map(|seq| B64.encode(run.log.event_bytes(seq).unwrap_or_default()))
+        .collect();
+    let position = json!({
+        "seq": run.log.len(),
+        "recorded_at_ms": case.when.at_ms.unwrap_or(run.last_ms + STEP_MS).max(run.last_ms),
+    });
+    let statement = json!({
+        "kind": stmt.kind,
+        "author": hex::encode(stmt.author),
+        "payload_b64": B64.encode(&stmt.payload),
+        "signature": hex::encode(stmt.signature),
+    });
     let got = run.append(stmt, case.when.at_ms);
     if let (Appended::Admitted { seq }, Some(label)) = (&got, &case.when.label)
         && run.labels.insert(label.clone(), *seq).is_some()
@@ -465,9 +483,14 @@ fn run_case(text: &str, templates: &Map<String, Value>) -> Result<(), String> {
         ));
     }
     let then = &case.then;
+    let mut expected = json!({});
     match (&got, then.outcome) {
-        (Appended::Admitted { .. }, Outcome::Admitted) => {}
+        (Appended::Admitted { .. }, Outcome::Admitted) => {
+            expected["outcome"] = json!("admitted");
+        }
         (Appended::Duplicate { seq }, Outcome::Duplicate) => {
+            expected["outcome"] = json!("duplicate");
+            expected["duplicate_of"] = json!(seq);
             // Invariant: check_then made duplicate_of present for Duplicate.
             let label = then.duplicate_of.as_deref().unwrap_or_default();
             let want = run
@@ -485,6 +508,9 @@ fn run_case(text: &str, templates: &Map<String, Value>) -> Result<(), String> {
             if code != want {
                 return Err(format!("expected refusal {want}, got {code}: {e}"));
             }
+            expected["outcome"] = json!("refused");
+            expected["code"] = json!(code);
+            expected["message"] = json!(messages(&then.message));
             let text = e.to_string();
             for m in messages(&then.message) {
                 if !text.contains(&m) {
@@ -503,6 +529,7 @@ fn run_case(text: &str, templates: &Map<String, Value>) -> Result<(), String> {
             return Err(format!("expected {want:?}, got {got}"));
         }
     }
+    let mut checks = Vec::new();
     if !then.projection.is_empty() {
         let state = serde_json::to_value(run.log.state()).map_err(|e| e.to_string())?;
         for p in &then.projection {
@@ -512,6 +539,9 @@ fn run_case(text: &str, templates: &Map<String, Value>) -> Result<(), String> {
                 Err(e) => return Err(format!("malformed case file: projection: {e}")),
             };
             let found = state.pointer(&pointer);
+            if p.absent.is_some() {
+                checks.push(json!({"pointer": pointer, "absent": p.absent}));
+            }
             if p.absent == Some(true) {
                 if let Some(v) = found {
                     return Err(format!("projection {pointer}: expected absent, found {v}"));
@@ -531,10 +561,20 @@ fn run_case(text: &str, templates: &Map<String, Value>) -> Result<(), String> {
                         found.map_or("nothing".into(), Value::to_string)
                     ));
                 }
+                checks.push(json!({"pointer": pointer, "equals": want}));
             }
         }
     }
-    Ok(())
+    if !checks.is_empty() {
+        expected["projection"] = Value::Array(checks);
+    }
+    Ok(json!({
+        "description": case.description,
+        "log": log,
+        "position": position,
+        "statement": statement,
+        "expected": expected,
+    }))
 }
 
 fn templates() -> Map<String, Value> {
@@ -616,6 +656,49 @@ fn every_rule_case_holds() {
         failures.join("\n")
     );
     eprintln!("{} rule cases hold ({per_rule:?})", files.len());
+}
+
+/// The admission vectors: every case as its log (canonical events, base64),
+/// the statement, where it lands and the outcome.
+const VECTORS: &str = "../../tests/vectors/admission/vectors.json";
+
+fn admission_vectors() -> Vec<u8> {
+    let templates = templates();
+    let mut cases = Map::new();
+    for (rule, name, text) in case_files() {
+        let key = format!("{rule}/{}", name.trim_end_matches(".json"));
+        let v = run_case(&text, &templates).unwrap_or_else(|e| panic!("{key}: {e}"));
+        cases.insert(key, v);
+    }
+    let doc = json!({
+        "format": "docket.admission-vectors/1",
+        "source": "ledger/domain/tests/cases (regenerate: DOCKET_REGEN_VECTORS=1 cargo test -p docket-domain --test rule_cases)",
+        "cases": cases,
+    });
+    // Invariant: a JSON value serialises.
+    let mut bytes = serde_json::to_vec_pretty(&doc).expect("vectors serialise");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Given the rule cases, then `tests/vectors/admission/vectors.json` is
+/// exactly what they generate (the vectors cannot drift from the cases,
+/// nor the cases from the code). Regenerate after a deliberate change with
+/// `DOCKET_REGEN_VECTORS=1`.
+#[test]
+fn admission_vectors_are_current() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(VECTORS);
+    let fresh = admission_vectors();
+    if std::env::var_os("DOCKET_REGEN_VECTORS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &fresh).unwrap();
+    }
+    let stored = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        stored == fresh,
+        "{} differs from what the rule cases generate; regenerate with DOCKET_REGEN_VECTORS=1 if the change is deliberate",
+        path.display()
+    );
 }
 
 // ------------------------------------------------------------ the runner itself

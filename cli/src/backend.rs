@@ -176,14 +176,18 @@ pub trait Backend {
     /// The files of an export bundle built by a server
     /// (`Export.ExportBundle`), by bundle path, each checked against the
     /// SHA-256 the server sent. Only the gRPC backend implements it; write
-    /// them with `docket_domain::export::bundle::{write_dir, write_tar}`.
-    fn export_files(
-        &self,
-        _request: docket_proto::v1::ExportRequest,
-    ) -> Result<std::collections::BTreeMap<String, Vec<u8>>> {
+    /// them with `docket_domain::export::bundle::{write_dir, write_tar}`;
+    /// with the export report the server sent (JSON), if any.
+    fn export_files(&self, _request: docket_proto::v1::ExportRequest) -> Result<ExportedFiles> {
         Err(CliError::new(exit::USAGE, "a server export needs --server").into())
     }
 }
+
+/// An export's files by bundle path, and the report the server sent.
+pub type ExportedFiles = (
+    std::collections::BTreeMap<String, Vec<u8>>,
+    Option<serde_json::Value>,
+);
 
 /// A ledger opened in this process.
 #[derive(Debug)]

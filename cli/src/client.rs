@@ -186,6 +186,25 @@ pub async fn channel_with(url: &str, tls: Option<&ClientTls>) -> Result<Channel>
 /// Converts a status from the server into an error with the right exit code.
 #[must_use]
 pub fn status_error(s: &Status) -> anyhow::Error {
+    // An `Invalid` refusal comes back as the very error the embedded
+    // ledger returns, so both modes print it alike.
+    if let Some(invalid) = s
+        .metadata()
+        .get_bin(status::VIOLATIONS_METADATA)
+        .and_then(|v| v.to_bytes().ok())
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    {
+        let what = invalid["what"].as_str().unwrap_or("request").to_string();
+        let violations = invalid["violations"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        return docket_domain::LedgerError::Invalid { what, violations }.into();
+    }
     let code = status::exit_code_of(s);
     let message = match s.code() {
         Code::InvalidArgument
@@ -448,10 +467,7 @@ impl Backend for Remote {
         })
     }
 
-    fn export_files(
-        &self,
-        request: pb::ExportRequest,
-    ) -> Result<std::collections::BTreeMap<String, Vec<u8>>> {
+    fn export_files(&self, request: pb::ExportRequest) -> Result<crate::backend::ExportedFiles> {
         use docket_proto::v1::export_client::ExportClient;
         use sha2::{Digest as _, Sha256};
         self.block_on(async {
@@ -462,7 +478,11 @@ impl Backend for Remote {
                 .map_err(|s| status_error(&s))?
                 .into_inner();
             let mut files: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
+            let mut report = None;
             while let Some(chunk) = stream.message().await.map_err(|s| status_error(&s))? {
+                if !chunk.report_json.is_empty() {
+                    report = serde_json::from_str(&chunk.report_json).ok();
+                }
                 let file = files.entry(chunk.path.clone()).or_default();
                 if chunk.offset != file.len() as u64 {
                     return Err(CliError::new(
@@ -488,7 +508,7 @@ impl Backend for Remote {
                     .into());
                 }
             }
-            Ok(files)
+            Ok((files, report))
         })
     }
 

@@ -202,6 +202,22 @@ pub fn load_key(path: &Path) -> Result<ed25519_dalek::SigningKey> {
 
 pub fn run_init(data: &Path, args: &InitArgs, out: Output) -> Result<u8> {
     crate::keyfile::require_encryption(args.encrypt)?;
+    if docket_domain::ledger::exists(data) {
+        // `docket serve` initialises an empty data directory on its first
+        // start, so `init` after `serve` finds the ledger made.
+        let served = crate::served::address(data)
+            .map(|a| format!(" and served by {a}"))
+            .unwrap_or_default();
+        return Err(CliError::new(
+            exit::INVALID,
+            format!(
+                "a ledger already exists in {}{served} (`docket serve` creates one on its first start); its first admin key is {}. Use it, or give another --data",
+                data.display(),
+                data.join("keys/admin.key").display()
+            ),
+        )
+        .into());
+    }
     let (ledger, info) = docket_domain::ledger::init(data, args.origin.as_deref())?;
     ledger.close()?;
     let value = serde_json::json!({

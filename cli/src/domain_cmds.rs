@@ -369,6 +369,10 @@ pub(crate) fn mode(ctx: &Ctx) -> Result<Mode> {
     }
     let backend = ctx.backend()?;
     let Some(e) = backend.embedded() else {
+        // The `docket serve` that holds the data directory.
+        if let Some(url) = ctx.server_url() {
+            return Ok(Mode::Remote(Remote::connect(url)?));
+        }
         return Err(CliError::new(exit::UNEXPECTED, "no embedded ledger").into());
     };
     Ok(Mode::Embedded(Docket::new(

@@ -167,7 +167,7 @@ fn run_remote_export(
             _ => "bundle".into(),
         },
     };
-    let files = backend.export_files(request)?;
+    let (files, report) = backend.export_files(request)?;
     let bytes: usize = files.values().map(Vec::len).sum();
     let written = if args.tar {
         export::bundle::write_tar(&args.out, &files)
@@ -175,14 +175,19 @@ fn run_remote_export(
         export::bundle::write_dir(&args.out, &files)
     };
     written.map_err(|e| export_error(&e))?;
-    let value = serde_json::json!({
-        "out": args.out, "tar": args.tar, "files": files.len(), "bytes": bytes, "server": ctx.server,
-    });
+    // The same object as an embedded export's (the server's report); an
+    // older server sends none: then what the client can count itself.
+    let value = match report {
+        Some(report) => serde_json::json!({"out": args.out, "tar": args.tar, "report": report}),
+        None => serde_json::json!({
+            "out": args.out, "tar": args.tar, "report": {"files": files.len(), "bytes": bytes},
+        }),
+    };
     ctx.out.emit(&value, || {
         format!(
             "exported {} files, {bytes} bytes from {} to {}",
             files.len(),
-            ctx.server.as_deref().unwrap_or("the server"),
+            ctx.server_url().unwrap_or("the server"),
             args.out.display()
         )
     });

@@ -42,6 +42,9 @@ pub struct Ctx {
     pub store: Option<String>,
     pub out: Output,
     backend: OnceLock<Box<dyn Backend + Send + Sync>>,
+    /// The address of the `docket serve` found holding `data` (set by
+    /// [`Ctx::backend`] when it falls back to it).
+    served: OnceLock<String>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -61,6 +64,7 @@ impl Ctx {
             store: None,
             out,
             backend: OnceLock::new(),
+            served: OnceLock::new(),
         }
     }
 
@@ -68,6 +72,14 @@ impl Ctx {
     pub fn with_store(mut self, store: Option<String>) -> Self {
         self.store = store;
         self
+    }
+
+    /// The server commands talk to: `--server`, else the `docket serve`
+    /// found holding the data directory (after [`Ctx::backend`]).
+    pub fn server_url(&self) -> Option<&str> {
+        self.server
+            .as_deref()
+            .or_else(|| self.served.get().map(String::as_str))
     }
 
     /// The backend: the gRPC client with `--server`, else the embedded
@@ -88,7 +100,9 @@ impl Ctx {
                             "note: the ledger in {} is served by {addr}; using it",
                             self.data.display()
                         );
-                        client::connect(&addr)?
+                        let b = client::connect(&addr)?;
+                        let _ = self.served.set(addr);
+                        b
                     }
                     None => return Err(e),
                 },

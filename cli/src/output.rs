@@ -9,6 +9,16 @@ pub struct Output {
 }
 
 impl Output {
+    /// Prints `json`, one JSON object already serialised (e.g. by a server
+    /// with the embedded code's own types, field order kept), or `human`.
+    pub fn emit_json_text(&self, json: &str, human: impl FnOnce() -> String) {
+        if self.json {
+            write_line(json.trim_end());
+        } else {
+            write_line(&human());
+        }
+    }
+
     /// Prints `value` as one JSON line, or `human` otherwise.
     pub fn emit<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) {
         let line = if self.json {

@@ -292,7 +292,7 @@ fn docket(ctx: &Ctx) -> Result<Option<Docket>> {
 }
 
 fn remote(ctx: &Ctx) -> Result<Remote> {
-    let Some(url) = &ctx.server else {
+    let Some(url) = ctx.server_url() else {
         return Err(CliError::new(exit::USAGE, "no --server given").into());
     };
     Remote::connect(url)
@@ -332,9 +332,12 @@ struct SweepView {
     sweep_seq: Option<u64>,
     expired_oids: Vec<String>,
     bytes_freed: u64,
-    /// The full report (embedded ledger only).
+    /// The full report (the server sends it too; an older one does not).
     #[serde(skip_serializing_if = "Option::is_none")]
-    report: Option<SweepReport>,
+    report: Option<serde_json::Value>,
+    /// The same report, typed, for the human output (embedded only).
+    #[serde(skip)]
+    typed: Option<SweepReport>,
 }
 
 impl SweepView {
@@ -362,7 +365,7 @@ impl SweepView {
                 "freed"
             }
         );
-        if let Some(r) = &self.report {
+        if let Some(r) = &self.typed {
             s += &format!(
                 "\n  examined {}: kept {} pinned, {} by the count limit, {} within their class",
                 r.examined, r.kept_pinned, r.kept_count_limit, r.kept_within_class
@@ -431,7 +434,8 @@ fn run_sweep(a: &SweepArgs, ctx: &Ctx) -> Result<u8> {
                     .map(|e| e.planned.oid.clone())
                     .collect(),
                 bytes_freed: report.bytes_freed,
-                report: Some(report),
+                report: Some(serde_json::to_value(&report)?),
+                typed: Some(report),
             }
         }
         None => sweep_remote(ctx, a, now, &key)?,
@@ -467,7 +471,8 @@ fn sweep_remote(ctx: &Ctx, a: &SweepArgs, now: Option<u64>, key: &SigningKey) ->
         sweep_seq: resp.receipts.first().map(|r| r.seq),
         expired_oids: resp.expired_oids,
         bytes_freed: resp.bytes_freed,
-        report: None,
+        report: serde_json::from_str(&resp.report_json).ok(),
+        typed: None,
     })
 }
 
@@ -847,7 +852,12 @@ fn run_status(a: &StatusArgs, ctx: &Ctx) -> Result<u8> {
         return Ok(exit::OK);
     }
     let r = remote(ctx)?;
-    let resp = remote_status(&r, a.as_of.as_deref(), a.limit)?;
+    let resp = remote_status(&r, a.as_of.as_deref(), a.limit, now)?;
+    // The server's summary is the embedded one: `--json` prints it alike.
+    if ctx.out.json && serde_json::from_str::<serde_json::Value>(&resp.status_json).is_ok() {
+        ctx.out.emit_json_text(&resp.status_json, String::new);
+        return Ok(exit::OK);
+    }
     let view = RemoteStatus {
         as_of_seq: resp.as_of_seq,
         policy: serde_json::from_slice(&resp.policy_json).ok(),
@@ -907,7 +917,12 @@ fn run_status(a: &StatusArgs, ctx: &Ctx) -> Result<u8> {
     Ok(exit::OK)
 }
 
-fn remote_status(r: &Remote, as_of: Option<&str>, limit: usize) -> Result<pb::RetentionStatus> {
+fn remote_status(
+    r: &Remote,
+    as_of: Option<&str>,
+    limit: usize,
+    now: Option<u64>,
+) -> Result<pb::RetentionStatus> {
     let as_of = as_of.map(|s| pb::AsOf {
         point: Some(if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
             pb::as_of::Point::Seq(s.parse().unwrap_or(0))
@@ -920,6 +935,7 @@ fn remote_status(r: &Remote, as_of: Option<&str>, limit: usize) -> Result<pb::Re
             .get_status(pb::GetRetentionStatusRequest {
                 as_of,
                 upcoming_limit: u32::try_from(limit).unwrap_or(u32::MAX),
+                now_unix_ms: now.and_then(|n| i64::try_from(n).ok()).unwrap_or(0),
             })
             .await
     })
@@ -938,12 +954,15 @@ fn current_policy(ctx: &Ctx) -> Result<(Policy, Option<u64>, bool)> {
         return Ok((state.retention.policy(), seq, seq.is_none()));
     }
     let r = remote(ctx)?;
-    let resp = remote_status(&r, None, 0)?;
+    let resp = remote_status(&r, None, 0, None)?;
     if resp.policy_json.is_empty() {
         return Ok((Policy::default(), None, true));
     }
     let p = payloads::policy_set(&resp.policy_json)?;
-    Ok((p.policy(), None, false))
+    let seq = serde_json::from_str::<serde_json::Value>(&resp.status_json)
+        .ok()
+        .and_then(|s| s["policy_seq"].as_u64());
+    Ok((p.policy(), seq, false))
 }
 
 fn run_policy_set(a: &PolicySetArgs, ctx: &Ctx) -> Result<u8> {

@@ -1054,6 +1054,8 @@ fn sweep_response(r: &docket_domain::retention::SweepReport) -> pb::SweepRespons
         expired_oids: r.expired.iter().map(|e| e.planned.oid.clone()).collect(),
         bytes_freed: r.bytes_freed,
         receipts,
+        // Invariant: the report is plain data; serialising cannot fail.
+        report_json: serde_json::to_string(r).expect("sweep report serialises"),
     }
 }
 
@@ -1087,6 +1089,8 @@ fn retention_status(
             })
             .collect(),
         as_of_seq: s.as_of_seq.unwrap_or(0),
+        // Invariant: the status is plain data; serialising cannot fail.
+        status_json: serde_json::to_string(s).expect("retention status serialises"),
     }
 }
 
@@ -1165,11 +1169,12 @@ impl pb::retention_server::Retention for DomainService {
             0 => 20,
             n => usize::try_from(n).unwrap_or(usize::MAX).min(10_000),
         };
+        let now = u64::try_from(req.now_unix_ms).ok().filter(|&n| n > 0);
         let (s, policy) = self
             .shared
             .read(move |d| {
                 Ok((
-                    d.retention_status(as_of, None, limit)?,
+                    d.retention_status(as_of, now, limit)?,
                     d.retention_policy_json(as_of)?,
                 ))
             })
@@ -1234,20 +1239,22 @@ impl pb::export_server::Export for DomainService {
         self.shared().check_read(&request)?;
         let options = export_options(request.into_inner())?;
         let docket = self.shared.docket.clone();
-        let files = tokio::task::spawn_blocking(move || {
+        let (files, report) = tokio::task::spawn_blocking(move || {
             docket_domain::export::writer::build(docket.ledger(), &options)
         })
         .await
         .map_err(|e| status::join_error(&e))?
-        .map_err(|e| status::export_status(&e))?
-        .0;
+        .map_err(|e| status::export_status(&e))?;
+        // Invariant: ExportReport is numbers, strings and lists of them.
+        let report_json = serde_json::to_string(&report).expect("export report serialises");
         let (tx, rx) = mpsc::channel(8);
         tokio::spawn(async move {
             // Files in path order, the manifest last.
             let (manifest, rest): (Vec<_>, Vec<_>) = files
                 .into_iter()
                 .partition(|(p, _)| p == docket_domain::export::format::MANIFEST);
-            for (path, data) in rest.into_iter().chain(manifest) {
+            let count = rest.len() + manifest.len();
+            for (i, (path, data)) in rest.into_iter().chain(manifest).enumerate() {
                 let digest = Sha256::digest(&data).to_vec();
                 let total = data.len();
                 let mut offset = 0;
@@ -1260,6 +1267,11 @@ impl pb::export_server::Export for DomainService {
                         data: data[offset..end].to_vec(),
                         last,
                         sha256: if last { digest.clone() } else { Vec::new() },
+                        report_json: if last && i + 1 == count {
+                            report_json.clone()
+                        } else {
+                            String::new()
+                        },
                     };
                     if tx.send(Ok(chunk)).await.is_err() {
                         return;

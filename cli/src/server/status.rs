@@ -39,6 +39,11 @@ use crate::exit;
 /// Metadata key carrying the CLI exit code equivalent of an error status.
 pub const EXIT_CODE_METADATA: &str = "docket-exit-code";
 
+/// Binary metadata key carrying an `Invalid` error's rule list as JSON
+/// (`{"what": …, "violations": […]}`), so a client rebuilds the very error
+/// the embedded ledger returns (same message, same `--json` output).
+pub const VIOLATIONS_METADATA: &str = "docket-violations-bin";
+
 /// Whether an I/O error means the disk (or a disk quota) is full.
 fn disk_full(e: &std::io::Error) -> bool {
     matches!(
@@ -117,7 +122,15 @@ pub fn to_status(e: &LedgerError) -> Status {
         }
         _ => {}
     }
-    with_exit_code(Status::new(code, message_for(e)), exit::for_ledger_error(e))
+    let mut status = with_exit_code(Status::new(code, message_for(e)), exit::for_ledger_error(e));
+    if let LedgerError::Invalid { what, violations } = e {
+        let json = serde_json::json!({"what": what, "violations": violations}).to_string();
+        status.metadata_mut().insert_bin(
+            VIOLATIONS_METADATA,
+            tonic::metadata::MetadataValue::from_bytes(json.as_bytes()),
+        );
+    }
+    status
 }
 
 /// The ledger stopped accepting writes after a storage error (fail-stop):

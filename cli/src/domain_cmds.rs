@@ -257,6 +257,17 @@ pub enum VerdictCmd {
         #[arg(long)]
         key: PathBuf,
     },
+    /// Import a seed 001 run's `evidence/verdict.json` and its evidence
+    /// (verifier key). Exit 0 PASS, 5 FAIL (also verdict_missing,
+    /// artifact_missing), 2 malformed verdict.json or refused (nothing
+    /// recorded), 4 no such run dir or task.
+    Import(crate::verdict_import::VerdictImportArgs),
+    /// Record FAIL verdict_missing for every task whose verdict deadline
+    /// passed with no verdict (the server does this on its sweep timer).
+    Deadlines(crate::verdict_import::DeadlinesArgs),
+    /// A verdict engine's provenance and the rule listing its rule-set
+    /// digest is computed over.
+    Rules(crate::verdict_import::RulesArgs),
 }
 
 /// A status filter.
@@ -448,6 +459,11 @@ pub fn run(cmd: &DomainCmd, ctx: &Ctx) -> Result<u8> {
             }
             Ok(exit::OK)
         }
+        DomainCmd::Verdict(VerdictCmd::Import(a)) => crate::verdict_import::run_import(ctx, a),
+        DomainCmd::Verdict(VerdictCmd::Deadlines(a)) => {
+            crate::verdict_import::run_deadlines(ctx, a)
+        }
+        DomainCmd::Verdict(VerdictCmd::Rules(a)) => crate::verdict_import::run_rules(ctx, a),
         DomainCmd::Verdict(VerdictCmd::Issue { file, key }) => {
             let st = Statement::sign(kinds::VERDICT_ISSUED, read_file(file)?, &load_key(key)?);
             append_statement(ctx, st)
@@ -1119,6 +1135,9 @@ struct VerdictOut {
     history: Option<Vec<ChangeOut>>,
     /// The `scc.verdict.v1` document of the current verdict.
     verdict: Option<Value>,
+    /// The engine that produced the current verdict: `{name, version,
+    /// rules_digest}` (docs/DOMAIN.md §3.10); None when it recorded none.
+    provenance: Option<Value>,
 }
 
 fn status_name(s: i32) -> &'static str {
@@ -1204,6 +1223,7 @@ impl From<pb::TaskVerdict> for VerdictOut {
                     })
                     .collect()
             }),
+            provenance: doc.as_ref().and_then(|d| d.get("engine")).cloned(),
             verdict: doc,
         }
     }

@@ -21,6 +21,7 @@ pub mod output;
 pub mod pg_cmds;
 pub mod retention_cmds;
 pub mod server;
+pub mod verdict_import;
 pub mod verify_cmds;
 
 use std::path::PathBuf;

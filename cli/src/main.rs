@@ -188,7 +188,10 @@ fn main() -> ExitCode {
             .map_err(|e| docket_cli::served::explain(&cli.data, e)),
         Command::Recover(a) => core_cmds::run_recover(&ctx, a, out)
             .map_err(|e| docket_cli::served::explain(&cli.data, e)),
-        Command::Verify(a) => verify_cmds::run_verify(a),
+        Command::Verify(a) => match &a.reproduce {
+            Some(task) => docket_cli::verdict_import::run_reproduce(&ctx, task, a.json),
+            None => verify_cmds::run_verify(a),
+        },
         Command::ValidateTask(a) => verify_cmds::run_validate_task(a),
         Command::Classify(a) => verify_cmds::run_classify(a),
         Command::Exec(a) => docket_cli::exec_cmds::run(&ctx, a),

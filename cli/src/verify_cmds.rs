@@ -23,10 +23,16 @@ const EXIT_FAIL: u8 = 5;
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
     /// Artifacts directory (report.md, selftest.log, patch.diff, submit.json, evidence/...).
-    pub dir: PathBuf,
+    #[arg(required_unless_present = "reproduce")]
+    pub dir: Option<PathBuf>,
     /// Task contract (seed 000 task input + acceptance).
-    #[arg(long, value_name = "FILE")]
-    pub task: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "reproduce")]
+    pub task: Option<PathBuf>,
+    /// Instead: re-run the engine of task ID's recorded verdict on the
+    /// evidence the ledger recorded (`--data`); exit 0 when it gives the
+    /// recorded verdict, 3 when it does not, 4 when there is no verdict.
+    #[arg(long, value_name = "TASK_ID", conflicts_with_all = ["dir", "task", "verdict_json", "now"])]
+    pub reproduce: Option<String>,
     /// Print the full scc.verdict.v1 JSON instead of the human summary.
     #[arg(long)]
     pub json: bool,
@@ -173,12 +179,19 @@ fn print_verdict(verdict: &Verdict) {
 
 /// Runs `docket verify`; returns the process exit code.
 pub fn run_verify(args: &VerifyArgs) -> Result<u8> {
+    let (Some(dir), Some(task)) = (&args.dir, &args.task) else {
+        return Err(crate::exit::CliError::new(
+            crate::exit::USAGE,
+            "docket verify needs DIR and --task (or --reproduce TASK_ID)",
+        )
+        .into());
+    };
     let evaluated_at = evaluation_time(args.now.as_deref())?;
-    let contract = match load_contract(&args.task, args.json)? {
+    let contract = match load_contract(task, args.json)? {
         Loaded::Ok(c) => c,
         Loaded::Exit(code) => return Ok(code),
     };
-    let source = match DirArtifacts::open(&args.dir) {
+    let source = match DirArtifacts::open(dir) {
         Ok(s) => s,
         Err(VerifierError::ArtifactsDirMissing { path }) => {
             report_missing(
@@ -313,8 +326,9 @@ mod tests {
 
     fn verify(name: &str, dir: PathBuf) -> u8 {
         let args = VerifyArgs {
-            dir,
-            task: case(name).join("task.json"),
+            dir: Some(dir),
+            task: Some(case(name).join("task.json")),
+            reproduce: None,
             json: true,
             verdict_json: None,
             now: Some("2026-02-09T14:30:00Z".into()),
@@ -363,8 +377,9 @@ mod tests {
         let out = tempfile::tempdir().expect("tempdir");
         let path = out.path().join("verdict.json");
         let args = VerifyArgs {
-            dir: case("fail_evidence_missing_selftest").join("artifacts"),
-            task: case("fail_evidence_missing_selftest").join("task.json"),
+            dir: Some(case("fail_evidence_missing_selftest").join("artifacts")),
+            task: Some(case("fail_evidence_missing_selftest").join("task.json")),
+            reproduce: None,
             json: true,
             verdict_json: Some(path.clone()),
             now: Some("2026-02-09T14:30:00Z".into()),

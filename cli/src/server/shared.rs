@@ -453,6 +453,7 @@ impl Shared {
 pub const DOMAIN_ROUTED: &[&str] = &[
     docket_domain::domain::kinds::EVIDENCE_REGISTERED,
     docket_domain::domain::kinds::SUBMISSION_RECEIVED,
+    docket_domain::domain::kinds::VERDICT_IMPORTED,
     docket_domain::retention::kinds::REDACTED,
 ];
 

@@ -81,7 +81,15 @@ impl Docket {
         dry_run: bool,
         key: &SigningKey,
     ) -> Result<DeadlineReport> {
-        let now = now_ms.unwrap_or_else(|| self.ledger_clock_ms());
+        let clock = self.ledger_clock_ms();
+        let now = now_ms.unwrap_or(clock);
+        if now > clock {
+            return Err(LedgerError::FailedPrecondition(format!(
+                "{} is after the ledger clock ({}): a deadline cannot be decided early",
+                ms_to_rfc3339(now),
+                ms_to_rfc3339(clock)
+            )));
+        }
         let due = self.due_deadlines(now);
         let mut report = DeadlineReport {
             now_ms: now,

@@ -1,0 +1,204 @@
+//! The README's quick start, line by line, with the built binary in a fresh
+//! temporary directory: the commands are read from the README's
+//! `<!-- quickstart -->` code block, so the two cannot drift.
+//!
+//! Each line runs in `bash` with the built `docket` first on PATH and a copy
+//! of `cli/demo/` where a clone has it. A line's comment may say
+//! `exit N`: that is its expected exit code (else 0). `cargo install` is
+//! skipped (the binary under test is already built); a line ending in `&`
+//! starts a background server (its port replaced by a free one), which
+//! `kill %1` stops: it must stop cleanly.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+fn readme() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The quick start's command lines.
+fn quickstart_lines(readme: &str) -> Vec<String> {
+    let start = readme
+        .find("<!-- quickstart -->")
+        .expect("README has a <!-- quickstart --> block");
+    let end = readme
+        .find("<!-- /quickstart -->")
+        .expect("README closes the quickstart block");
+    let block = &readme[start..end];
+    let body = block
+        .split("```sh")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the quickstart block holds a ```sh code block");
+    body.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// (command, comment) of a line: the comment starts at the first `  #`.
+fn split_comment(line: &str) -> (&str, &str) {
+    match line.find("  #") {
+        Some(i) => (line[..i].trim(), line[i + 3..].trim()),
+        None => (line.trim(), ""),
+    }
+}
+
+fn expected_exit(comment: &str) -> i32 {
+    comment
+        .split("exit ")
+        .nth(1)
+        .and_then(|rest| {
+            rest.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn bash(line: &str, dir: &Path, path: &str) -> Command {
+    let mut c = Command::new("bash");
+    c.args(["-o", "pipefail", "-c", line])
+        .current_dir(dir)
+        .env("PATH", path);
+    for v in [
+        "DOCKET_DATA",
+        "DOCKET_SERVER",
+        "DOCKET_STORE",
+        "DOCKET_LOG",
+        "DOCKET_LOG_FORMAT",
+        "DOCKET_CONFIG",
+        "DOCKET_TRUSTED_KEY",
+        "DOCKET_PASSPHRASE",
+        "DOCKET_PASSPHRASE_FILE",
+        "DOCKET_JSON",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
+#[test]
+fn the_readme_quick_start_works_line_by_line() {
+    let text = readme();
+    let lines = quickstart_lines(&text);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("cargo install --path cli")),
+        "the quick start says how to install docket"
+    );
+    for must in ["docket demo", "docket init", "docket serve", "cli/demo/"] {
+        assert!(
+            lines.iter().any(|l| l.contains(must)),
+            "the quick start uses `{must}`"
+        );
+    }
+    assert!(
+        text.contains("cargo test --workspace"),
+        "the README names the test command"
+    );
+
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path();
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("demo"),
+        &dir.join("cli/demo"),
+    );
+    let bin: PathBuf = Path::new(env!("CARGO_BIN_EXE_docket"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let port = free_port().to_string();
+    let mut server: Option<Child> = None;
+    let mut ran = 0;
+    for line in &lines {
+        let line = line.replace("50051", &port);
+        let (cmd, comment) = split_comment(&line);
+        if cmd.starts_with("cargo install") {
+            continue;
+        }
+        ran += 1;
+        if let Some(bg) = cmd.strip_suffix('&') {
+            let mut child = bash(&format!("exec {}", bg.trim()), dir, &path)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn the background command");
+            use std::io::BufRead;
+            let stdout = child.stdout.take().unwrap();
+            let mut out = std::io::BufReader::new(stdout).lines();
+            loop {
+                let l = out
+                    .next()
+                    .unwrap_or_else(|| panic!("`{cmd}` ended before it listened"))
+                    .unwrap();
+                if l.starts_with("listening on ") {
+                    break;
+                }
+            }
+            std::thread::spawn(move || for _ in out {});
+            server = Some(child);
+            continue;
+        }
+        if cmd == "kill %1" {
+            let mut child = server.take().expect("a background server to stop");
+            let _ = Command::new("kill").arg(child.id().to_string()).status();
+            let status = child.wait().unwrap();
+            assert!(status.success(), "the server stops cleanly: {status:?}");
+            continue;
+        }
+        let out = bash(cmd, dir, &path).output().unwrap();
+        let want = expected_exit(comment);
+        if out.status.code() != Some(want) {
+            if let Some(mut s) = server.take() {
+                let _ = s.kill();
+                let _ = s.wait();
+            }
+            panic!(
+                "quick start line `{cmd}`: exit {:?}, the README says {want}\nstdout: {}\nstderr: {}",
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    if let Some(mut s) = server.take() {
+        let _ = s.kill();
+        let _ = s.wait();
+        panic!("the quick start leaves its server running (no `kill %1`)");
+    }
+    assert!(ran >= 10, "the quick start ran {ran} lines");
+    assert!(dir.join("docket-data/ledger.json").exists());
+    assert!(dir.join("bundle").exists(), "the export was written");
+}

@@ -396,7 +396,7 @@ impl Docket {
         let evaluated_at = time::OffsetDateTime::from_unix_timestamp_nanos(at_ms)
             .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
         let mut verdict = evaluate(&contract, &source, evaluated_at);
-        // What only the ledger knows (docs/DOMAIN.md §3.3.1, §3.10): gateway
+        // What only the ledger knows (docs/DOMAIN.md §3.3.1, §3.11): gateway
         // attestation and harness approvals bound to ledger approvals.
         let blob = |n: &str| source.blobs.get(n).and_then(|b| b.as_deref().ok());
         let (ledger_checks, ledger_findings) = self.ledger_findings(

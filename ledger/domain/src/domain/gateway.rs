@@ -1,5 +1,5 @@
 //! What the ledger adds to the verdict engine's judgement of a submission,
-//! from facts only the ledger holds (docs/DOMAIN.md §3.3.1 and §3.10):
+//! from facts only the ledger holds (docs/DOMAIN.md §3.3.1 and §3.11):
 //!
 //! * **Gateway attestation** (seed 002): a task whose contract says
 //!   `acceptance.require_gateway_execution: true` passes only on execution

@@ -600,3 +600,57 @@ fn summary_vectors_match_the_code() {
     assert!(derived["blobs"]["removed"].get(&diff).is_none());
     assert_eq!(derived["blobs"]["removed"].as_object().unwrap().len(), 1);
 }
+
+// ------------------------------------------------------------ the spec's tables
+
+/// docs/BUNDLE.md §10 names, for every kind, exactly the roles the kind
+/// table gives it (an auditor in another language reads that table).
+#[test]
+fn the_bundle_authority_table_matches_the_code() {
+    use docket_domain::kind::{EXTENSION_ROLES, Kind};
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/BUNDLE.md"))
+            .unwrap();
+    let start = doc.find("| kind | roles that may author it |").unwrap();
+    let rows: Vec<(String, String)> = doc[start..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells[1].to_string(), cells[2].to_string())
+        })
+        .collect();
+    let roles_of = |name: &str| -> &str {
+        let quoted = format!("`{name}`");
+        let hits: Vec<&(String, String)> = rows
+            .iter()
+            .filter(|(k, _)| k.split(", ").any(|x| x == quoted))
+            .collect();
+        assert_eq!(
+            hits.len(),
+            1,
+            "docs/BUNDLE.md §10: {name} in {} rows",
+            hits.len()
+        );
+        &hits[0].1
+    };
+    for kind in &Kind::KNOWN[1..] {
+        let want: Vec<&str> = kind.roles().unwrap().iter().map(|r| r.as_str()).collect();
+        assert_eq!(roles_of(kind.as_str()), want.join(", "), "roles of {kind}");
+    }
+    assert_eq!(roles_of("ledger.genesis"), "the ledger key, at seq 0 only");
+    let ext: Vec<&str> = EXTENSION_ROLES.iter().map(|r| r.as_str()).collect();
+    let ext_row = rows.iter().find(|(k, _)| k.starts_with("`x-")).unwrap();
+    assert_eq!(ext_row.1, ext.join(", "), "roles of x-… extensions");
+    // Every row names known kinds only.
+    let known: Vec<String> = Kind::KNOWN.iter().map(|k| format!("`{k}`")).collect();
+    for (k, _) in &rows {
+        for name in k.split(", ") {
+            assert!(
+                known.contains(&name.to_string()) || name.starts_with("`x-"),
+                "docs/BUNDLE.md §10 names {name}, which is not a kind"
+            );
+        }
+    }
+}

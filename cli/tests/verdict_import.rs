@@ -244,6 +244,47 @@ fn good_missing_and_malformed_verdict_json_embedded() {
     let again = json_of(code(&import(&data, None, &good, &t1, &ver), 0));
     assert_eq!(again["receipt"]["duplicate"], true);
     assert_eq!(tree_size(&data), size);
+    // An export bundle of the task carries the imported verdict with its
+    // provenance and the imported files' blobs; it audits clean.
+    let bundle = root.join("bundle");
+    code(
+        &run(
+            &data,
+            None,
+            &[
+                "export",
+                bundle.to_str().unwrap(),
+                "--task",
+                &t1,
+                "--with-blobs",
+                "--format",
+                "vsa",
+            ],
+        ),
+        0,
+    );
+    code(&run(&data, None, &["audit", bundle.to_str().unwrap()]), 0);
+    let seq = v["receipt"]["seq"].as_u64().unwrap();
+    let env: Value = serde_json::from_slice(
+        &std::fs::read(bundle.join(format!("attestations/verdict-{seq}.vsa.dsse.json"))).unwrap(),
+    )
+    .unwrap();
+    use base64::Engine as _;
+    let statement: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(env["payload"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        statement["predicate"]["verifier"]["engine"],
+        shown["provenance"]
+    );
+    assert_eq!(statement["predicate"]["verificationResult"], "PASSED");
+    assert_eq!(
+        std::fs::read(bundle.join("blobs").join(&log_sha)).unwrap(),
+        b"ok 12 tests\n"
+    );
     // Reproduce on the untouched ledger: the import engine gives PASS again.
     let r = json_of(code(&reproduce(&data, &t1), 0));
     assert_eq!(r["matches"], true);

@@ -127,7 +127,11 @@ pub fn attestations(
     let origin = &cp.origin;
     let mut out = Vec::new();
     for e in events {
-        let (is_verdict, is_check) = (e.kind == "verdict.issued", e.kind == "check.recorded");
+        let is_verdict = matches!(
+            e.kind.as_str(),
+            "verdict.issued" | "verdict.imported" | "verdict.deadline_passed"
+        );
+        let is_check = e.kind == "check.recorded";
         if !is_verdict && !is_check {
             continue;
         }
@@ -151,7 +155,19 @@ pub fn attestations(
         let verifier_id = format!("docket://{origin}/keys/{}", hex::encode(e.author));
         if is_verdict {
             let pass = payload.get("verdict").and_then(|v| v.as_str()) == Some("PASS");
-            let statement = json!({
+            // Verdict provenance: the engine's name and version next to
+            // Docket's, and its rule-set digest (docs/DOMAIN.md §3.10).
+            let mut version = json!({"docket": env!("CARGO_PKG_VERSION")});
+            let engine = payload.get("engine").cloned();
+            if let Some(en) = &engine
+                && let (Some(n), Some(v)) = (
+                    en.get("name").and_then(|x| x.as_str()),
+                    en.get("version").and_then(|x| x.as_str()),
+                )
+            {
+                version[n] = json!(v);
+            }
+            let mut statement = json!({
                 "_type": STATEMENT_TYPE,
                 "subject": subject,
                 "predicateType": VSA_PREDICATE,
@@ -169,6 +185,9 @@ pub fn attestations(
                     "slsaVersion": "1.0",
                 },
             });
+            if let Some(en) = engine {
+                statement["predicate"]["verifier"]["engine"] = en;
+            }
             out.push((format!("verdict-{}.vsa", e.seq), statement));
         }
         let checks = checks_of(&payload);

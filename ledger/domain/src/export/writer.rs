@@ -499,6 +499,10 @@ fn task_chains(
                     if e.kind == EVIDENCE_REGISTERED {
                         oids.insert(oid::of_event(&e), t.clone());
                     }
+                    // A verdict import mints the OIDs of its files too.
+                    for o in crate::verdicts::imported::oids_of_event(&e) {
+                        oids.insert(o, t.clone());
+                    }
                     Some(t.clone())
                 }
                 None => {

@@ -103,6 +103,7 @@ impl From<RoleArg> for Role {
             RoleArg::Custodian => Role::Custodian,
             RoleArg::Auditor => Role::Auditor,
             RoleArg::Gateway => Role::Gateway,
+            RoleArg::Gateway => Role::Gateway,
         }
     }
 }
@@ -224,6 +225,12 @@ pub struct SubmitArgs {
     /// Task id (UUID); default: `submit.json`'s `task_id`.
     #[arg(long)]
     pub task: Option<String>,
+    /// An OID the executor touched (seed 001 `touched_oids`; repeat or
+    /// comma-separate), added to any `touched_oids` of `submit.json`. Each
+    /// must be registered: an unknown one refuses the submission (exit 4)
+    /// before anything is uploaded.
+    #[arg(long = "touched", value_delimiter = ',', value_name = "OID")]
+    pub touched: Vec<String>,
     /// A submitter's private key file.
     #[arg(long)]
     pub key: PathBuf,
@@ -1500,9 +1507,10 @@ fn submit(ctx: &Ctx, a: &SubmitArgs) -> Result<u8> {
             );
         }
     };
+    let m = mode(ctx)?;
+    let touched = crate::exec_cmds::touched_oids(&m, submit_json, &a.touched)?;
     let bar = ctx.out.progress(files.len() as u64, "uploading evidence");
     let mut uploaded = Vec::with_capacity(files.len());
-    let m = mode(ctx)?;
     for (name, content) in &files {
         let st = Statement::sign(
             kinds::EVIDENCE_REGISTERED,
@@ -1550,6 +1558,7 @@ fn submit(ctx: &Ctx, a: &SubmitArgs) -> Result<u8> {
     bar.finish_and_clear();
     let oids: Vec<String> = uploaded.iter().map(|u| u.oid.clone()).collect();
     let payload = flow::submission_payload(submit_json, &oids)?;
+    let payload = crate::exec_cmds::with_touched(payload, &touched);
     let st = Statement::sign(kinds::SUBMISSION_RECEIVED, payload, &key);
     let (submission, auto_verify_error, result) = match &m {
         Mode::Embedded(d) => {

@@ -600,3 +600,64 @@ pub fn run(ctx: &Ctx, a: &ExecArgs) -> Result<u8> {
         ExecutionStatus::NoEvidence => exit::MISSING,
     })
 }
+
+// ---------------------------------------------------------------- touched_oids
+
+/// The `touched_oids` of a submission (seed 001): those `submit.json`
+/// names, then `--touched` ones, without repeats; each checked to be a
+/// registered OID before anything is uploaded (exit 4 naming it).
+pub(crate) fn touched_oids(m: &Mode, submit_json: &[u8], flags: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    let named = serde_json::from_slice::<serde_json::Value>(submit_json)
+        .ok()
+        .and_then(|v| v.get("touched_oids").cloned());
+    let named: Vec<String> = match named {
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .filter_map(|i| i.as_str().map(str::to_string))
+            .collect(),
+        // Anything else is the ledger's to refuse (INVALID, listed).
+        _ => Vec::new(),
+    };
+    for o in named.into_iter().chain(flags.iter().cloned()) {
+        if !out.contains(&o) {
+            out.push(o);
+        }
+    }
+    for o in &out {
+        let found: Result<()> = match m {
+            Mode::Embedded(d) => d.evidence(o).map(|_| ()).map_err(Into::into),
+            Mode::Remote(r) => r
+                .block_on(
+                    pb::evidence_client::EvidenceClient::new(r.channel())
+                        .get_evidence(pb::GetEvidenceRequest { oid: o.clone() }),
+                )
+                .map(|_| ())
+                .map_err(|s| client::status_error(&s)),
+        };
+        if let Err(e) = found {
+            return Err(CliError::new(
+                exit::MISSING,
+                format!("touched_oids: {o} is not a registered OID ({e}); nothing was submitted"),
+            )
+            .into());
+        }
+    }
+    Ok(out)
+}
+
+/// The submission payload with `touched_oids` set (unchanged when there
+/// are none).
+pub(crate) fn with_touched(payload: Vec<u8>, touched: &[String]) -> Vec<u8> {
+    if touched.is_empty() {
+        return payload;
+    }
+    match serde_json::from_slice::<serde_json::Value>(&payload) {
+        Ok(serde_json::Value::Object(mut map)) => {
+            map.insert("touched_oids".into(), json!(touched));
+            // Invariant: a JSON map serialises.
+            serde_json::to_vec(&map).expect("JSON serialises")
+        }
+        _ => payload,
+    }
+}

@@ -715,3 +715,52 @@ fn a_harness_approval_passes_only_with_a_matching_ledger_grant() {
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["result"]["status"], "pass", "{v}");
 }
+
+fn touched(l: &Ledger) {
+    let task = l.register_task(&demo_task());
+    // Something the executor touched: the output of a gateway run.
+    let out = ok(l.exec(&task, &l.gateway, &[], &["sh", "-c", "echo touched"]));
+    let oid = json_of(&out)["stdout"]["oid"].as_str().unwrap().to_string();
+    let dir = l.path("touched-run");
+    copy_dir(&demo().join("pass"), &dir);
+
+    // An unregistered OID: refused before anything is uploaded.
+    let before = l.events();
+    let ghost = "01KGCV31W0C42YQHMVAT6FSR1H";
+    let out = l.run(&[
+        "submit",
+        dir.to_str().unwrap(),
+        "--touched",
+        &format!("{oid},{ghost}"),
+        "--key",
+        l.submitter.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(4), "{}", show(&out));
+    assert!(show(&out).contains(ghost), "{}", show(&out));
+    assert_eq!(l.events(), before, "nothing appended");
+
+    // Registered: recorded beside evidence_oids.
+    let out = l.run(&[
+        "submit",
+        dir.to_str().unwrap(),
+        "--touched",
+        &oid,
+        "--key",
+        l.submitter.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let seq = json_of(&out)["submission"]["seq"].as_u64().unwrap();
+    let payload = &l.event(seq)["payload"];
+    assert_eq!(payload["touched_oids"], json!([oid]));
+    assert_eq!(payload["evidence_oids"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn submissions_record_registered_touched_oids_embedded_and_through_docket_serve() {
+    let l = Ledger::new();
+    touched(&l);
+    let mut l = Ledger::new();
+    let server = Server::start(&l.data);
+    l.server = Some(server.url.clone());
+    touched(&l);
+}

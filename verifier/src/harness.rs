@@ -1106,7 +1106,9 @@ fn ms(t: time::OffsetDateTime) -> i128 {
 ///   event's `timestamp`, and the event claims no later expiry (an event
 ///   without one claims none, which outlives an expiring grant).
 ///
-/// A claim without a match is a `harness.approval.ledger` finding, fail
+/// A claim without a scope or mutation mode is `harness.approval.complete`'s
+/// (SCHEMA_VIOLATION) and is not matched. A claim without a match is a
+/// `harness.approval.ledger` finding, fail
 /// class "approval denied" (seed 003's fail-closed class for an approval
 /// that does not stand), reason code `POLICY_VIOLATION`; the message says
 /// whether the ledger denied it, never answered it, or holds nothing for
@@ -1133,6 +1135,11 @@ pub fn check_approval_binding(
         let text = |k: &str| obj.get(k).and_then(Value::as_str).map(str::trim);
         let scope = text("scope").unwrap_or_default();
         let mode = text("mutation_mode").unwrap_or_default();
+        if scope.is_empty() || mode.is_empty() {
+            // Incomplete: `harness.approval.complete` fails it closed
+            // already (SCHEMA_VIOLATION); there is nothing to match.
+            continue;
+        }
         let actor = text("actor").unwrap_or_default();
         let key = text("approver_key").map(str::to_ascii_lowercase);
         let at = obj
@@ -1359,6 +1366,10 @@ mod tests {
         assert_eq!(rules(&f), [APPROVAL_BINDING_RULE]);
         // No claim, nothing to bind.
         assert!(check_approval_binding(&report(ApprovalStatus::NotRequired), None, &[]).is_empty());
+        // An incomplete claim is harness.approval.complete's, not matched here.
+        let incomplete =
+            r#"{"event":"approval.granted","actor":"operator","timestamp":"2026-02-09T14:02:00Z"}"#;
+        assert!(check_approval_binding(&r, Some(incomplete), &[]).is_empty());
     }
 
     const BASE: [&str; 3] = [

@@ -70,6 +70,9 @@ fn run_case(fx: &Fixture, sub: &SigningKey, dir: &Path) -> Result<Outcome, Ledge
         let content = std::fs::read(root.join(&name)).unwrap();
         oids.push(fx.evidence(&task_id, &name, &content, sub));
     }
+    // The ledger holds the approvals the harness run claims (docs/DOMAIN.md
+    // §3.11), as an operator would have granted them.
+    grant_claimed_approvals(fx, sub, &task_id, &root);
     let Ok(submit) = std::fs::read(root.join("submit.json")) else {
         return Ok(Outcome::NoSubmitJson);
     };
@@ -428,4 +431,42 @@ fn auto_verify_off_leaves_the_task_pending() {
         fx.docket.verdict(TASK, AsOf::Latest, false).unwrap().status,
         VerdictStatus::Pending
     );
+}
+
+/// Records in the ledger, before the submission, a request and a grant for
+/// every complete `approval.granted` a harness run's events claim (same
+/// scope, mutation mode and approver actor; no expiry). A grant the ledger
+/// refuses (e.g. the requester answering itself) is simply not there.
+fn grant_claimed_approvals(fx: &Fixture, sub: &SigningKey, task_id: &str, root: &Path) {
+    let Ok(text) = std::fs::read_to_string(root.join("events.normalized.jsonl")) else {
+        return;
+    };
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let field = |e: &Value, k: &str| e[k].as_str().unwrap_or_default().to_string();
+    let requester = events
+        .iter()
+        .find(|e| e["event"] == "approval.requested")
+        .map_or_else(|| "requester".to_string(), |e| field(e, "actor"));
+    let approver = fx.key(&[Role::Approver]);
+    for e in events.iter().filter(|e| e["event"] == "approval.granted") {
+        let (scope, mode, actor) = (
+            field(e, "scope"),
+            field(e, "mutation_mode"),
+            field(e, "actor"),
+        );
+        if scope.is_empty() || mode.is_empty() || actor.is_empty() {
+            continue;
+        }
+        let request = serde_json::json!({"task_id": task_id, "actor": requester, "scope": scope,
+            "mutation_mode": mode, "timestamp": "2026-02-09T14:28:00Z"});
+        let Ok(r) = fx.append("approval.requested", &request, sub) else {
+            continue;
+        };
+        let grant = serde_json::json!({"task_id": task_id, "request_seq": r.seq, "actor": actor,
+            "scope": scope, "mutation_mode": mode, "timestamp": "2026-02-09T14:28:01Z"});
+        let _ = fx.append("approval.granted", &grant, &approver);
+    }
 }

@@ -103,7 +103,6 @@ impl From<RoleArg> for Role {
             RoleArg::Custodian => Role::Custodian,
             RoleArg::Auditor => Role::Auditor,
             RoleArg::Gateway => Role::Gateway,
-            RoleArg::Gateway => Role::Gateway,
         }
     }
 }

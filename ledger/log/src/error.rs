@@ -78,10 +78,20 @@ pub enum LogError {
 }
 
 impl LogError {
+    /// An error of the sled store while `context`. sled's own report of
+    /// damaged bytes (`Corruption`) is damage of `log/` ([`Self::Corrupt`],
+    /// exit 5), whichever read found it; everything else stays a storage
+    /// error.
     pub fn store(context: impl Into<String>, source: sled::Error) -> Self {
-        Self::Store {
-            context: context.into(),
-            source,
+        match source {
+            sled::Error::Corruption { .. } => Self::Corrupt {
+                location: "log/".into(),
+                detail: format!("the sled store is damaged ({}): {source}", context.into()),
+            },
+            source => Self::Store {
+                context: context.into(),
+                source,
+            },
         }
     }
 

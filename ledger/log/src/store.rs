@@ -35,6 +35,8 @@
 use std::fs::{self, File};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{LogError, Result};
 use crate::merkle::{Hash, MerkleError, NodeSource};
@@ -133,9 +135,22 @@ pub struct SledStore {
     anchor: Anchor,
     /// Names under `log/` (and `log/blobs/`) as of the last sync.
     synced_names: std::sync::Mutex<std::collections::BTreeSet<PathBuf>>,
-    /// `upper[l - CACHED_FROM_LEVEL][i]` = node (l, i), for every stored
-    /// complete node at level ≥ [`CACHED_FROM_LEVEL`].
-    upper: std::sync::RwLock<Vec<Vec<Hash>>>,
+    /// `levels[l - CACHED_FROM_LEVEL][i]` = node (l, i), for every stored
+    /// complete node at level ≥ [`CACHED_FROM_LEVEL`], once loaded.
+    upper: Arc<std::sync::RwLock<UpperLevels>>,
+    /// Loads `upper` in the background after open (so an open does not
+    /// cost a scan of every upper node); stopped and joined on drop.
+    upper_loader: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
+}
+
+/// The in-memory upper Merkle levels. Until `loaded`, lookups go to sled and
+/// commits do not touch `levels` (the loader tops up from sled what was
+/// committed while it scanned, under the write lock, before it sets
+/// `loaded`).
+#[derive(Debug, Default)]
+struct UpperLevels {
+    loaded: bool,
+    levels: Vec<Vec<Hash>>,
 }
 
 impl std::fmt::Debug for SledStore {
@@ -253,7 +268,15 @@ impl SledStore {
             .map_err(|e| LogError::store("opening tree log", e))?;
         let db_path = log_dir.join("db");
         let db_file = File::open(&db_path).map_err(|e| LogError::io(&db_path, e))?;
-        let upper = load_upper_levels(&tree)?;
+        let upper = Arc::new(std::sync::RwLock::new(UpperLevels::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let loader = {
+            let (tree, upper, stop) = (tree.clone(), Arc::clone(&upper), Arc::clone(&stop));
+            std::thread::Builder::new()
+                .name("docket-merkle-cache".into())
+                .spawn(move || load_upper_levels(&tree, &upper, &stop))
+                .map_err(|e| LogError::io("Merkle cache thread", e))?
+        };
         let store = Self {
             db,
             tree,
@@ -262,7 +285,8 @@ impl SledStore {
             snapshot_dir,
             anchor,
             synced_names: std::sync::Mutex::default(),
-            upper: std::sync::RwLock::new(upper),
+            upper,
+            upper_loader: Some((stop, loader)),
         };
         // Whatever sled wrote while opening (recovery) is made durable now.
         store.sync()?;
@@ -358,31 +382,79 @@ impl SledStore {
     }
 }
 
-/// Reads every stored node at level ≥ [`CACHED_FROM_LEVEL`], checking that
-/// each level is contiguous from index 0.
-fn load_upper_levels(tree: &sled::Tree) -> Result<Vec<Vec<Hash>>> {
-    let mut upper = Vec::new();
+/// Reads every stored node at level ≥ [`CACHED_FROM_LEVEL`] into `upper`
+/// (the background half of an open). Each level must be contiguous from
+/// index 0; a level that is not is left to sled lookups (a proof through a
+/// missing node fails with `MissingNode`; the open check and the scrub
+/// report damage where it matters) and a warning names it.
+fn load_upper_levels(tree: &sled::Tree, upper: &std::sync::RwLock<UpperLevels>, stop: &AtomicBool) {
+    // 1. Scan without the lock: commits go on meanwhile.
+    let mut levels: Vec<Vec<Hash>> = Vec::new();
     for level in CACHED_FROM_LEVEL..64 {
         let mut nodes = Vec::new();
         for item in tree.scan_prefix([b'n', level]) {
-            let (k, v) = item.map_err(|e| LogError::store("scanning Merkle nodes", e))?;
-            let index = seq_from(&k[2..], "Merkle node key")?;
-            if index != nodes.len() as u64 || v.len() != 32 {
-                return Err(LogError::corrupt(
-                    format!("Merkle node ({level}, {index})"),
-                    "nodes of a level are not contiguous 32-byte hashes",
-                ));
+            if stop.load(Ordering::Relaxed) {
+                return;
             }
-            let mut h = [0u8; 32];
-            h.copy_from_slice(&v);
+            let Some(h) = item.ok().and_then(|(k, v)| {
+                let index = seq_from(&k[2..], "Merkle node key").ok()?;
+                (index == nodes.len() as u64).then_some(())?;
+                <[u8; 32]>::try_from(&v[..]).ok()
+            }) else {
+                tracing::warn!(
+                    "Merkle nodes of level {level} are not contiguous 32-byte hashes from index {}; \
+                     proofs read them from the store",
+                    nodes.len()
+                );
+                return;
+            };
             nodes.push(h);
         }
         if nodes.is_empty() {
             break;
         }
-        upper.push(nodes);
+        levels.push(nodes);
     }
-    Ok(upper)
+    // 2. Under the write lock: what was committed during the scan (every
+    // commit that saw `loaded == false` is durable in sled by now), then
+    // publish.
+    let mut guard = upper
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for level in CACHED_FROM_LEVEL..64 {
+        let l = usize::from(level - CACHED_FROM_LEVEL);
+        if levels.len() <= l {
+            levels.push(Vec::new());
+        }
+        loop {
+            let index = levels[l].len() as u64;
+            match tree.get(node_key(level, index)) {
+                Ok(Some(v)) if v.len() == 32 => {
+                    let mut h = [0u8; 32];
+                    h.copy_from_slice(&v);
+                    levels[l].push(h);
+                }
+                _ => break,
+            }
+        }
+        if levels[l].is_empty() {
+            levels.truncate(l);
+            break;
+        }
+    }
+    guard.levels = levels;
+    guard.loaded = true;
+}
+
+impl Drop for SledStore {
+    fn drop(&mut self) {
+        if let Some((stop, loader)) = self.upper_loader.take() {
+            stop.store(true, Ordering::Relaxed);
+            // The loader holds a handle on the sled tree: it must be gone
+            // before sled's lock can be released.
+            let _ = loader.join();
+        }
+    }
 }
 
 impl NodeSource for SledStore {
@@ -392,11 +464,18 @@ impl NodeSource for SledStore {
                 .upper
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            return usize::try_from(index)
-                .ok()
-                .and_then(|i| upper.get(usize::from(level - CACHED_FROM_LEVEL))?.get(i))
-                .copied()
-                .ok_or(MerkleError::MissingNode { level, index });
+            if upper.loaded {
+                return usize::try_from(index)
+                    .ok()
+                    .and_then(|i| {
+                        upper
+                            .levels
+                            .get(usize::from(level - CACHED_FROM_LEVEL))?
+                            .get(i)
+                    })
+                    .copied()
+                    .ok_or(MerkleError::MissingNode { level, index });
+            }
         }
         match self.tree.get(node_key(level, index)) {
             Ok(Some(v)) if v.len() == 32 => {
@@ -434,10 +513,15 @@ impl Store for SledStore {
             .map_err(|e| LogError::store("applying a commit batch", e))?;
         self.sync()?;
         // Durable: publish the upper nodes to the in-memory levels.
-        let mut upper = self
+        let mut guard = self
             .upper
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !guard.loaded {
+            // The loader reads these from sled before it publishes.
+            return Ok(());
+        }
+        let upper = &mut guard.levels;
         for (level, index, hash) in &batch.nodes {
             if *level < CACHED_FROM_LEVEL {
                 continue;

@@ -58,11 +58,16 @@ pub enum LogCmd {
     /// Append author-signed statements (printed once durable).
     Append(LogAppendArgs),
     /// Show one event with its exact canonical bytes and leaf hash.
-    Show { seq: u64 },
+    Show {
+        /// The event's sequence number.
+        seq: u64,
+    },
     /// Print events from a sequence number; `--follow` keeps waiting.
     Tail {
+        /// The first sequence number to print.
         #[arg(long, default_value_t = 0)]
         from: u64,
+        /// Keep waiting for new events (until interrupted).
         #[arg(long)]
         follow: bool,
     },

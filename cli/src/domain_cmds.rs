@@ -132,6 +132,7 @@ pub struct KeyAddArgs {
 pub struct KeyRevokeArgs {
     /// The public key (64 hex digits), or a key file.
     pub pubkey: String,
+    /// Why (kept in the event).
     #[arg(long)]
     pub reason: Option<String>,
     /// An admin's private key file.
@@ -177,14 +178,19 @@ pub enum EvidenceCmd {
     /// Upload a file and register it for a task; prints the OID.
     Put(EvidencePutArgs),
     /// Show an OID's record.
-    Show { oid: String },
+    Show {
+        /// The evidence OID.
+        oid: String,
+    },
     /// List a task's evidence: OID, type, digest, size, retention state and
     /// the events that reference it (seed 000's evidence query).
     List(crate::evidence_list::EvidenceListArgs),
     /// Write an OID's content to a file (digest checked; nothing is written
     /// when it does not match).
     Get {
+        /// The evidence OID.
         oid: String,
+        /// The file to write (must not exist).
         #[arg(long)]
         out: PathBuf,
     },
@@ -251,15 +257,19 @@ pub enum VerdictCmd {
     },
     /// Every task's verdict state, by task id.
     List {
+        /// Only tasks whose verdict state is this.
         #[arg(long, value_enum)]
         status: Option<StatusArg>,
+        /// As of a sequence number or RFC 3339 time.
         #[arg(long)]
         as_of: Option<String>,
     },
     /// Issue an `scc.verdict.v1` document as an external verifier (the file
     /// is sent byte for byte; verifier key).
     Issue {
+        /// The `scc.verdict.v1` JSON file.
         file: PathBuf,
+        /// A verifier's private key file.
         #[arg(long)]
         key: PathBuf,
     },
@@ -289,6 +299,7 @@ pub enum StatusArg {
 pub enum ApprovalCmd {
     /// Request an approval (submitter or approver key).
     Request {
+        /// Task id (UUID).
         #[arg(long)]
         task: String,
         /// Who asks.
@@ -303,8 +314,10 @@ pub enum ApprovalCmd {
         /// Expiry (RFC 3339).
         #[arg(long)]
         expires: Option<String>,
+        /// A note kept in the event.
         #[arg(long)]
         note: Option<String>,
+        /// A submitter's or approver's private key file.
         #[arg(long)]
         key: PathBuf,
     },
@@ -313,6 +326,7 @@ pub enum ApprovalCmd {
     Grant {
         /// The request's sequence number.
         request: u64,
+        /// Task id (UUID).
         #[arg(long)]
         task: String,
         /// Who decides.
@@ -321,20 +335,27 @@ pub enum ApprovalCmd {
         /// Expiry of the grant (RFC 3339; not after the request's).
         #[arg(long)]
         expires: Option<String>,
+        /// Why (kept in the event).
         #[arg(long)]
         reason: Option<String>,
+        /// An approver's private key file.
         #[arg(long)]
         key: PathBuf,
     },
     /// Deny a pending request (approver key).
     Deny {
+        /// The request's sequence number.
         request: u64,
+        /// Task id (UUID).
         #[arg(long)]
         task: String,
+        /// Who decides.
         #[arg(long)]
         actor: String,
+        /// Why (kept in the event).
         #[arg(long)]
         reason: String,
+        /// An approver's private key file.
         #[arg(long)]
         key: PathBuf,
     },
@@ -346,9 +367,12 @@ pub enum ExecutionCmd {
     /// Record a seed 002 execution record (its `evidence_hash` is
     /// recomputed by the ledger) for a task (submitter key).
     Record {
+        /// The execution record (seed 002 JSON).
         file: PathBuf,
+        /// Task id (UUID).
         #[arg(long)]
         task: String,
+        /// A submitter's private key file.
         #[arg(long)]
         key: PathBuf,
     },
@@ -359,8 +383,10 @@ pub enum ExecutionCmd {
 pub enum CheckCmd {
     /// Record one check result for a task's latest submission (verifier key).
     Record {
+        /// Task id (UUID).
         #[arg(long)]
         task: String,
+        /// The check's name (e.g. `lint`).
         #[arg(long)]
         name: String,
         /// The check passed (default: it failed).
@@ -369,6 +395,7 @@ pub enum CheckCmd {
         /// Details as JSON.
         #[arg(long)]
         details: Option<String>,
+        /// A verifier's private key file.
         #[arg(long)]
         key: PathBuf,
     },

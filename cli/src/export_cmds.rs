@@ -32,8 +32,8 @@ pub enum ExportCmd {
 pub struct ExportArgs {
     /// Output path (must not exist): a directory, or a file with --tar.
     pub out: PathBuf,
-    /// Export this task's whole verdict chain (repeatable) instead of a
-    /// log range.
+    /// Task id (UUID) whose whole verdict chain to export (repeatable),
+    /// instead of a log range.
     #[arg(long = "task", value_name = "ID")]
     pub tasks: Vec<String>,
     /// First sequence number (default 0, or the --since checkpoint's size).
@@ -270,12 +270,22 @@ fn run_audit(args: &AuditArgs, out: Output) -> Result<u8> {
         allow_external_ref: args.allow_external_ref,
     };
     let bar = out.progress(0, "auditing");
+    let mut current = String::new();
     let report = export::audit(&args.bundle, &options, &mut |stage, done, total| {
-        if bar.length() != Some(total) {
-            bar.set_length(total);
+        // A new stage starts a new count: new length, fresh rate and ETA.
+        if bar.length() != Some(total) || current != stage {
+            current = stage.to_string();
+            // Length and position in one update: no frame pairs one
+            // stage's count with another's total.
+            bar.update(|s| {
+                s.set_len(total);
+                s.set_pos(done);
+            });
+            bar.reset_eta();
+            bar.set_message(current.clone());
+        } else {
+            bar.set_position(done);
         }
-        bar.set_message(stage.to_string());
-        bar.set_position(done);
     });
     bar.finish_and_clear();
     let code = report.exit_code();

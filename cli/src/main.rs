@@ -8,6 +8,9 @@ use docket_cli::core_cmds::{self, InitArgs, KeygenArgs, LogCmd, ProveCmd, Replay
 use docket_cli::output::Output;
 use docket_cli::{Ctx, domain_cmds, exit, export_cmds, retention_cmds, server, verify_cmds};
 
+#[cfg(test)]
+mod cli_tests;
+
 /// Docket: an event-sourced, signed, provable verdict ledger.
 #[derive(Debug, Parser)]
 #[command(name = "docket", version, about, propagate_version = true)]

@@ -36,15 +36,22 @@ impl Output {
     }
 
     /// A progress bar on stderr for long work, hidden in JSON mode or when
-    /// stderr is not a terminal.
+    /// stderr is not a terminal. It stays on one line whatever the
+    /// terminal's width (the bar takes what the fixed-width fields leave,
+    /// the message is cut to 16 columns) and redraws at most 10 times a
+    /// second, so a fast loop does not flood the terminal.
     pub fn progress(&self, len: u64, what: &str) -> indicatif::ProgressBar {
         use std::io::IsTerminal as _;
         if self.json || !std::io::stderr().is_terminal() {
             return indicatif::ProgressBar::hidden();
         }
-        let bar = indicatif::ProgressBar::new(len);
+        let bar = indicatif::ProgressBar::with_draw_target(
+            // 0: not known yet (the caller sets it when it is).
+            (len > 0).then_some(len),
+            indicatif::ProgressDrawTarget::stderr_with_hz(10),
+        );
         if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{msg} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})",
+            "{msg:16!} [{wide_bar}] {pos:>7}/{len:<7} eta {eta:>4}",
         ) {
             bar.set_style(style.progress_chars("=> "));
         }

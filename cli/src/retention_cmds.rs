@@ -105,6 +105,7 @@ pub struct UnpinArgs {
     /// its task's class, else routine).
     #[arg(long, value_enum)]
     pub class: Option<FallbackClass>,
+    /// Why (kept in the event).
     #[arg(long)]
     pub reason: Option<String>,
 }
@@ -120,6 +121,7 @@ pub struct ReclassifyArgs {
     /// A custodian's private key file.
     #[arg(long)]
     pub key: PathBuf,
+    /// Why (kept in the event).
     #[arg(long)]
     pub reason: Option<String>,
 }
@@ -204,6 +206,7 @@ pub struct PolicySetArgs {
     /// Let sweeps state a `now` after the ledger clock (simulations).
     #[arg(long, value_name = "BOOL")]
     pub allow_future_sweeps: Option<bool>,
+    /// A note kept in the policy event.
     #[arg(long)]
     pub note: Option<String>,
     /// An admin's private key file.

@@ -18,15 +18,20 @@ const EXIT_INVALID: u8 = 2;
 const EXIT_MISSING: u8 = 4;
 const EXIT_FAIL: u8 = 5;
 
-/// `docket verify DIR --task task.json`: run the verdict engine on an
+/// `docket verify DIR --task-file task.json`: run the verdict engine on an
 /// artifacts directory.
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
     /// Artifacts directory (report.md, selftest.log, patch.diff, submit.json, evidence/...).
     #[arg(required_unless_present = "reproduce")]
     pub dir: Option<PathBuf>,
-    /// Task contract (seed 000 task input + acceptance).
-    #[arg(long, value_name = "FILE", required_unless_present = "reproduce")]
+    /// Task contract file (task.json: seed 000 task input + acceptance).
+    /// `--task` elsewhere is always a task id.
+    #[arg(
+        long = "task-file",
+        value_name = "FILE",
+        required_unless_present = "reproduce"
+    )]
     pub task: Option<PathBuf>,
     /// Instead: re-run the engine of task ID's recorded verdict on the
     /// evidence the ledger recorded (`--data`); exit 0 when it gives the
@@ -48,6 +53,7 @@ pub struct VerifyArgs {
 /// `docket validate-task task.json`: check a task contract, listing every violated rule.
 #[derive(Debug, clap::Args)]
 pub struct ValidateTaskArgs {
+    /// The task contract file (task.json).
     pub task_json: PathBuf,
     /// Machine output.
     #[arg(long)]
@@ -182,7 +188,7 @@ pub fn run_verify(args: &VerifyArgs) -> Result<u8> {
     let (Some(dir), Some(task)) = (&args.dir, &args.task) else {
         return Err(crate::exit::CliError::new(
             crate::exit::USAGE,
-            "docket verify needs DIR and --task (or --reproduce TASK_ID)",
+            "docket verify needs DIR and --task-file (or --reproduce TASK_ID)",
         )
         .into());
     };

@@ -583,3 +583,52 @@ fn given_events_at_the_payload_limit_when_stored_then_sled_writes_no_blob_file()
         docket_log::event::MAX_PAYLOAD - 16 + 4
     );
 }
+
+#[test]
+fn given_a_reopened_log_when_proofs_are_asked_while_the_merkle_cache_loads_then_they_match_the_loaded_ones()
+ {
+    // The upper Merkle levels load in the background after open: proofs
+    // asked before (sled lookups), during and after must be the same, and
+    // appends made meanwhile must be provable too.
+    let dir = tempfile::tempdir().unwrap();
+    let key = author(1);
+    let log = create(dir.path());
+    for i in 0..700 {
+        log.append(set(&format!("k{i}"), "v", &key)).unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+    let log = open(dir.path()).unwrap();
+    let size = log.len();
+    let early: Vec<_> = (0..size)
+        .step_by(7)
+        .map(|i| log.inclusion_proof(i, size).unwrap())
+        .collect();
+    let early_consistency = log.consistency_proof(333, size).unwrap();
+    for i in 0..300 {
+        log.append(set(&format!("later{i}"), "v", &key)).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let late: Vec<_> = (0..size)
+        .step_by(7)
+        .map(|i| log.inclusion_proof(i, size).unwrap())
+        .collect();
+    assert_eq!(early, late);
+    assert_eq!(log.consistency_proof(333, size).unwrap(), early_consistency);
+    // And the events appended while the cache loaded are provable against
+    // the latest size, as an in-memory tree says.
+    let all = log.len();
+    let mut tree = docket_log::merkle::MemoryTree::default();
+    for seq in 0..all {
+        tree.push(docket_log::merkle::leaf_hash(
+            &log.event_bytes(seq).unwrap(),
+        ));
+    }
+    for i in (0..all).step_by(13) {
+        assert_eq!(
+            log.inclusion_proof(i, all).unwrap(),
+            docket_log::merkle::inclusion_proof(&tree, i, all).unwrap()
+        );
+    }
+    log.close().unwrap();
+}

@@ -18,7 +18,7 @@
 //! Every statement is signed by the gateway key (a key holding the
 //! `gateway` role, checked before anything runs). A command that cannot
 //! run — not found, not permitted, over the timeout (its process group is
-//! killed), or a gateway that cannot start processes (`--simulate` stands
+//! killed; children it leaves in the background get 5 s after it exits), or a gateway that cannot start processes (`--simulate` stands
 //! for a gateway without real execution) — is recorded all the same, as an
 //! explicit `NO_EVIDENCE` record whose stderr starts `NO_EVIDENCE: <reason>`
 //! (seed 002 "NO_EVIDENCE Reasons").
@@ -60,6 +60,10 @@ use crate::exit::{self, CliError};
 
 /// Default `--timeout`, seconds.
 pub const DEFAULT_TIMEOUT_SECONDS: f64 = 600.0;
+
+/// How long the pipes may stay open after the command exited (children it
+/// left in the background) before its process group is killed.
+pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
 
 /// `docket exec`.
 #[derive(Debug, Args)]
@@ -209,6 +213,9 @@ pub fn run_command(argv: &[String], timeout: Duration, simulate: bool) -> Captur
     }
     let spawned = Command::new(program)
         .args(&argv[1..])
+        // The gateway's key passphrase is not the command's business.
+        .env_remove("DOCKET_PASSPHRASE")
+        .env_remove("DOCKET_PASSPHRASE_FILE")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -273,10 +280,16 @@ pub fn run_command(argv: &[String], timeout: Duration, simulate: bool) -> Captur
     let deadline = t0 + timeout;
     let mut status = None;
     let mut open = streams;
+    // Once the command has exited, what it left running in the background
+    // gets DRAIN_GRACE to close the pipes before it is killed.
+    let mut until = deadline;
     while status.is_none() || open > 0 {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = until.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(Done::Exited(s)) => status = Some(s),
+            Ok(Done::Exited(s)) => {
+                status = Some(s);
+                until = until.min(Instant::now() + DRAIN_GRACE);
+            }
             Ok(Done::Stream) => open -= 1,
             Err(_) => break,
         }

@@ -338,6 +338,37 @@ fn every_outcome(l: &Ledger) {
         "what it wrote before the timeout is kept"
     );
 
+    // A command that exits but leaves a child holding its pipes: recorded
+    // once the grace after its exit runs out (the child is killed).
+    let t0 = Instant::now();
+    let (r, out, _) = check_exec(
+        l,
+        &task,
+        &[],
+        &["sh", "-c", "sleep 60 & echo done"],
+        0,
+        "SUCCESS",
+    );
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+    assert_eq!(r["exit_code"], 0);
+    assert_eq!(out, b"done\n");
+
+    // The key's passphrase never reaches the command.
+    let (_, out, _) = {
+        let o = l
+            .cmd()
+            .env("DOCKET_PASSPHRASE", "secret-pass")
+            .args(["exec", "--task", &task, "--key"])
+            .arg(&l.gateway)
+            .args(["--", "sh", "-c", "echo \"[${DOCKET_PASSPHRASE:-}]\""])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        let oid = json_of(&o)["stdout"]["oid"].as_str().unwrap().to_string();
+        ((), l.evidence(&oid), ())
+    };
+    assert_eq!(out, b"[]\n");
+
     // Not found.
     let (r, _, _) = check_exec(
         l,

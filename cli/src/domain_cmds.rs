@@ -365,7 +365,9 @@ pub enum ApprovalCmd {
 #[derive(Debug, Subcommand)]
 pub enum ExecutionCmd {
     /// Record a seed 002 execution record (its `evidence_hash` is
-    /// recomputed by the ledger) for a task (submitter key).
+    /// recomputed by the ledger) for a task (submitter key). It is not
+    /// gateway-attested: `docket exec` runs a command and records it with a
+    /// gateway key, which a task's `require_gateway_execution` needs.
     Record {
         /// The execution record (seed 002 JSON).
         file: PathBuf,

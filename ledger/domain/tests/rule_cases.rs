@@ -618,6 +618,7 @@ fn case_files() -> Vec<(String, String, String)> {
 /// The rule directories the README promises (each must hold cases).
 const RULES: &[&str] = &[
     "approvals",
+    "deadlines",
     "duplicates",
     "gateway",
     "key_rotation",
@@ -628,6 +629,7 @@ const RULES: &[&str] = &[
     "roles",
     "separation_of_duties",
     "touched_oids",
+    "verdict_import",
     "verdicts",
 ];
 

@@ -486,6 +486,23 @@ fn a_key_without_the_gateway_role_runs_nothing_and_appends_nothing() {
     assert_eq!(out.status.code(), Some(4), "{}", show(&out));
     assert!(!marker.exists());
     assert_eq!(l.events(), before);
+    // A ledger that cannot be reached: nothing could be recorded, so
+    // nothing runs (exit 10).
+    let out = docket()
+        .args([
+            "--server",
+            "http://127.0.0.1:1",
+            "exec",
+            "--task",
+            &task,
+            "--key",
+        ])
+        .arg(&l.gateway)
+        .args(["--", "touch", marker.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(10), "{}", show(&out));
+    assert!(!marker.exists());
 }
 
 /// Copies a directory tree.

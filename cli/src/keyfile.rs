@@ -4,7 +4,7 @@
 //!
 //! An encrypted key file is a standard PKCS#8 `EncryptedPrivateKeyInfo` PEM
 //! (`-----BEGIN ENCRYPTED PRIVATE KEY-----`, RFC 5958) under PBES2 (RFC
-//! 8018): scrypt (RFC 7914; log2 N = 15, r = 8, p = 1, random 16-byte salt)
+//! 8018): scrypt (RFC 7914; N = 2^14, r = 8, p = 1, random 16-byte salt)
 //! derives an AES-256-CBC key. OpenSSL reads it
 //! (`openssl pkey -in FILE -passin file:PASSFILE`). The format and the KDF
 //! are the RustCrypto `pkcs8`/`pkcs5` crates', not Docket's own.

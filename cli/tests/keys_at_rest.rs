@@ -327,3 +327,37 @@ fn listening_url(child: &mut std::process::Child) -> String {
     std::thread::spawn(move || for _ in lines {});
     format!("http://{addr}")
 }
+
+/// The encrypted format is the standard one: OpenSSL decrypts it with the
+/// same passphrase and finds the same public key (skipped without openssl).
+#[test]
+fn openssl_reads_an_encrypted_key_file() {
+    if Command::new("openssl").arg("version").output().is_err() {
+        eprintln!("skipped: no openssl");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let key = root.path().join("k.key");
+    let pass = root.path().join("pass");
+    private_file(&pass, "interop\n");
+    let out = docket()
+        .arg("--passphrase-file")
+        .arg(&pass)
+        .args(["--json", "keygen", "--encrypt", "--out"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    ok(&out);
+    let made: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let der = Command::new("openssl")
+        .args(["pkey", "-pubout", "-outform", "DER", "-in"])
+        .arg(&key)
+        .arg("-passin")
+        .arg(format!("file:{}", pass.display()))
+        .output()
+        .unwrap();
+    assert!(der.status.success(), "{}", show(&der));
+    // SubjectPublicKeyInfo of Ed25519: a 12-byte header, then the key.
+    let public = hex::encode(&der.stdout[der.stdout.len() - 32..]);
+    assert_eq!(made["public_key"], public.as_str());
+}

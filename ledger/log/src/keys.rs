@@ -184,11 +184,17 @@ fn plain_key_text(key: &SigningKey) -> Zeroizing<String> {
     Zeroizing::new(serde_json::to_string_pretty(&file).expect("key file serialises") + "\n")
 }
 
-/// PKCS#8 v2 (with the public key) encrypted with PBES2: scrypt (log2 N 15,
-/// r 8, p 1, 16-byte random salt) and AES-256-CBC (random IV), as PEM.
+/// PKCS#8 v1 (RFC 8410's `id-Ed25519` private key, no public key, so that
+/// OpenSSL 3.0 reads it too) encrypted with PBES2: scrypt (N = 2^14, r 8,
+/// p 1, 16-byte random salt) and AES-256-CBC (random IV), as PEM.
 fn encrypt_key(key: &SigningKey, pass: &str) -> Result<Zeroizing<String>> {
     use ed25519_dalek::pkcs8::EncodePrivateKey as _;
-    key.to_pkcs8_encrypted_pem(pass.as_bytes(), pkcs8::LineEnding::LF)
+    let bytes = ed25519_dalek::pkcs8::KeypairBytes {
+        secret_key: key.to_bytes(),
+        public_key: None,
+    };
+    bytes
+        .to_pkcs8_encrypted_pem(pass.as_bytes(), pkcs8::LineEnding::LF)
         .map_err(|e| LogError::malformed("key file", format!("cannot encrypt the key: {e}")))
 }
 

@@ -2,13 +2,12 @@
 //! VERIFIER_KEY`, `docket verdict deadlines`, `docket verdict rules` and
 //! `docket verify --reproduce TASK` (docs/DOMAIN.md, "Seed 001 verdicts").
 //!
-//! `verdict import` works embedded and with `--server`; with a server the
-//! files are stored with signed blob-only `Evidence.Upload`s and the
-//! statement is appended with `Ledger.Append` (which routes
-//! `verdict.imported` through the domain service's blob check). The server
-//! is asked first: only when it answers that a blob is missing are the
-//! files uploaded, so a refused key (not a verifier, a submitter of the
-//! task) stores nothing.
+//! `verdict import` and `verify --reproduce` work embedded and with
+//! `--server` (`Verdicts.ImportVerdict`, `Verdicts.ReproduceVerdict`); with
+//! a server the files are stored with signed blob-only `Evidence.Upload`s.
+//! The server is asked first: only when it answers that a blob is missing
+//! are the files uploaded, so a refused key (not a verifier, a submitter of
+//! the task) stores nothing.
 //!
 //! Exit codes: `verdict import` 0 when the recorded verdict is PASS, 5 when
 //! it is FAIL (including `verdict_missing` and `artifact_missing`), 2 for a
@@ -24,9 +23,9 @@ use anyhow::Result;
 use clap::Args;
 use docket_domain::LedgerError;
 use docket_domain::domain::reproduce::Reproduction;
-use docket_domain::domain::verdict_import::ImportPlan;
+use docket_domain::domain::verdict_import::{ImportPlan, ImportReceipt};
 use docket_domain::domain::{Docket, DocketOptions};
-use docket_domain::verdicts::imported::{imported_oid, outcome_str};
+use docket_domain::verdicts::imported::outcome_str;
 use docket_domain::verdicts::provenance::{self, Provenance};
 use docket_proto::v1 as pb;
 use ed25519_dalek::SigningKey;
@@ -38,6 +37,7 @@ use crate::client::{self, Remote};
 use crate::core_cmds::load_key;
 use crate::exit::{self, CliError};
 use crate::server::convert;
+use crate::server::shared::Shared;
 
 /// Upload chunk size over gRPC.
 const UPLOAD_CHUNK: usize = 256 << 10;
@@ -220,13 +220,15 @@ fn import_remote(r: &Remote, a: &VerdictImportArgs, key: &SigningKey) -> Result<
     let latest = (verdict.latest_submission_seq > 0).then_some(verdict.latest_submission_seq);
     let plan = ImportPlan::read(&a.run_dir, &a.task, latest).map_err(ledger_error)?;
     let stmt = plan.sign(key);
-    let append = || {
+    let import = || {
         r.block_on(
-            pb::ledger_client::LedgerClient::new(r.channel())
-                .append(convert::statement_to_proto(&stmt)),
+            pb::verdicts_client::VerdictsClient::new(r.channel())
+                .import_verdict(convert::statement_to_proto(&stmt)),
         )
     };
-    let receipt = match append() {
+    // Ask first: a refused statement (role, separation of duties, rules)
+    // uploads nothing; only missing blobs are worth an upload.
+    let resp = match import() {
         Ok(resp) => resp.into_inner(),
         Err(s)
             if s.code() == tonic::Code::FailedPrecondition
@@ -235,16 +237,49 @@ fn import_remote(r: &Remote, a: &VerdictImportArgs, key: &SigningKey) -> Result<
             for f in &plan.files {
                 upload_blob(r, key, &f.source, &f.artifact.sha256, f.artifact.size)?;
             }
-            append().map_err(|s| client::status_error(&s))?.into_inner()
+            import().map_err(|s| client::status_error(&s))?.into_inner()
         }
         Err(s) => return Err(client::status_error(&s)),
     };
-    let view = client::receipt_view(&receipt);
-    let digest = stmt.digest();
-    let oids: Vec<String> = (0..plan.files.len() as u64)
-        .map(|i| imported_oid(view.recorded_at_ms, &digest, i))
-        .collect();
-    Ok(ImportOut::new(&plan, &oids, view))
+    let receipt = resp
+        .receipt
+        .as_ref()
+        .map(client::receipt_view)
+        .ok_or_else(|| anyhow::anyhow!("the server returned no receipt"))?;
+    Ok(ImportOut::new(&plan, &resp.oids, receipt))
+}
+
+impl crate::server::shared::Acknowledged for ImportReceipt {
+    fn receipt(&self) -> &docket_domain::Receipt {
+        &self.receipt
+    }
+}
+
+/// `Verdicts.ImportVerdict` on the server.
+pub async fn import_rpc(
+    shared: &Shared,
+    st: &pb::SignedStatement,
+) -> Result<pb::ImportVerdictResponse, tonic::Status> {
+    let st = shared.checked(st, &[docket_domain::domain::kinds::VERDICT_IMPORTED])?;
+    let kind = st.kind.clone();
+    let r = shared.write(move |d| d.import_verdict(st)).await?;
+    Ok(pb::ImportVerdictResponse {
+        receipt: Some(convert::receipt(&r.receipt, &kind)),
+        oids: r.oids,
+    })
+}
+
+/// `Verdicts.ReproduceVerdict` on the server.
+pub async fn reproduce_rpc(
+    shared: &Shared,
+    task_id: String,
+) -> Result<pb::ReproduceVerdictResponse, tonic::Status> {
+    let r = shared.read(move |d| d.reproduce(&task_id)).await?;
+    Ok(pb::ReproduceVerdictResponse {
+        matches: r.matches,
+        // Invariant: plain data serialises.
+        reproduction_json: serde_json::to_vec(&r).expect("reproduction serialises"),
+    })
 }
 
 /// Streams a file to `Evidence.Upload` without a registration (an upload
@@ -417,15 +452,28 @@ fn reproduction_human(r: &Reproduction) -> String {
 
 /// `docket verify --reproduce TASK`.
 pub fn run_reproduce(ctx: &Ctx, task: &str, json: bool) -> Result<u8> {
-    if ctx.server.is_some() {
-        return Err(CliError::new(
-            exit::USAGE,
-            "--reproduce reads the recorded evidence from the data directory; run it with --data",
-        )
-        .into());
-    }
-    let d = embedded(ctx)?;
-    let r = d.reproduce(task).map_err(ledger_error)?;
+    let r = match &ctx.server {
+        Some(url) => {
+            let remote = Remote::connect(url)?;
+            let resp = remote
+                .block_on(
+                    pb::verdicts_client::VerdictsClient::new(remote.channel()).reproduce_verdict(
+                        pb::ReproduceVerdictRequest {
+                            task_id: task.to_string(),
+                        },
+                    ),
+                )
+                .map_err(|s| client::status_error(&s))?
+                .into_inner();
+            serde_json::from_slice::<Reproduction>(&resp.reproduction_json).map_err(|e| {
+                CliError::new(
+                    exit::UNEXPECTED,
+                    format!("the server's reproduction does not parse: {e}"),
+                )
+            })?
+        }
+        None => embedded(ctx)?.reproduce(task).map_err(ledger_error)?,
+    };
     let out = crate::output::Output {
         json: json || ctx.out.json,
     };

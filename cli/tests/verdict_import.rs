@@ -419,6 +419,7 @@ fn import_through_docket_serve() {
         .spawn()
         .unwrap();
     let url = listening_url(&mut serve);
+    let v_sha = std::sync::Mutex::new(String::new());
     let result = std::panic::catch_unwind(|| {
         let u = Some(url.as_str());
         // A refused key uploads and records nothing.
@@ -429,6 +430,7 @@ fn import_through_docket_serve() {
         let v = json_of(code(&import(&data, u, &good, &t1, &ver), 0));
         assert_eq!(v["verdict"], "PASS");
         let oid = v["evidence"][2]["oid"].as_str().unwrap().to_string();
+        *v_sha.lock().unwrap() = v["evidence"][2]["sha256"].as_str().unwrap().to_string();
         let e = json_of(code(
             &run(&data, u, &["--json", "evidence", "show", &oid]),
             0,
@@ -443,12 +445,41 @@ fn import_through_docket_serve() {
         let shown = json_of(code(&out, 5));
         assert_eq!(shown["fail_class"], "verdict_missing");
         assert_eq!(shown["provenance"]["name"], "docket-verdict-import");
+        // Reproduce through the server: untouched, then with the evidence
+        // content altered on the server's disk.
+        let r = json_of(code(
+            &run(&data, u, &["--json", "verify", "--reproduce", &t1]),
+            0,
+        ));
+        assert_eq!(r["matches"], true);
+        let sha = v_sha.lock().unwrap().clone();
+        tamper_blob(&data, &sha, b"not junit");
+        let r = json_of(code(
+            &run(&data, u, &["--json", "verify", "--reproduce", &t1]),
+            3,
+        ));
+        assert_eq!(r["reproduced"]["fail_class"], "artifact_missing");
+        code(
+            &run(
+                &data,
+                u,
+                &[
+                    "verify",
+                    "--reproduce",
+                    "00000000-0000-4000-8000-0000000000ff",
+                ],
+            ),
+            4,
+        );
     });
     let _ = serve.kill();
     let _ = serve.wait();
     result.unwrap();
     // The same answers from the data directory after the server stopped.
     assert_eq!(show(&data, &t1).1["status"], "pass");
+    // The refused key stored nothing: the only blobs are the good run's.
+    let blobs = walk_count(&data.join("blobs"));
+    assert_eq!(blobs, 3, "verdict.json, test.log, junit.xml");
     assert_eq!(show(&data, &t2).1["fail_class"], "verdict_missing");
 }
 
@@ -555,4 +586,17 @@ fn deadlines_and_reproduce_of_engine_verdicts() {
     assert!(!r["differences"].as_array().unwrap().is_empty());
     // A task with no verdict: exit 4.
     code(&reproduce(&data, &ahead), 4);
+}
+
+fn walk_count(dir: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            n += walk_count(&p);
+        } else if !p.file_name().unwrap().to_string_lossy().starts_with('.') {
+            n += 1;
+        }
+    }
+    n
 }

@@ -778,6 +778,25 @@ impl pb::verdicts_server::Verdicts for DomainService {
         self.append(&request, &[kinds::VERDICT_ISSUED]).await
     }
 
+    async fn import_verdict(
+        &self,
+        request: Request<pb::SignedStatement>,
+    ) -> Result<Response<pb::ImportVerdictResponse>, Status> {
+        crate::verdict_import::import_rpc(&self.shared, request.get_ref())
+            .await
+            .map(Response::new)
+    }
+
+    async fn reproduce_verdict(
+        &self,
+        request: Request<pb::ReproduceVerdictRequest>,
+    ) -> Result<Response<pb::ReproduceVerdictResponse>, Status> {
+        self.shared().check_read(&request)?;
+        crate::verdict_import::reproduce_rpc(&self.shared, request.into_inner().task_id)
+            .await
+            .map(Response::new)
+    }
+
     async fn get_verdict(
         &self,
         request: Request<pb::GetVerdictRequest>,

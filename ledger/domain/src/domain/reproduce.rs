@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use docket_verifier::verdict::{Outcome, VerifierOutput};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::blobs::parse_digest;
 use crate::error::{LedgerError, Result};
@@ -29,21 +29,21 @@ use super::query::AsOf;
 use super::service::Docket;
 
 /// What a verdict says, as compared.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerdictSummary {
     pub verdict: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason_code: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fail_class: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub checks: BTreeMap<String, bool>,
 }
 
 /// The outcome of a reproduction.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Reproduction {
     pub task_id: String,
     /// The `verdict.*` event reproduced.

@@ -600,3 +600,54 @@ fn walk_count(dir: &Path) -> usize {
     }
     n
 }
+
+#[test]
+fn the_server_records_passed_deadlines_on_its_sweep_timer() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    let data = root.join("ledger");
+    code(&run(&data, None, &["init"]), 0);
+    let late = task(root, &data, 1, Some("2020-01-01T00:00:00Z"));
+    let ahead = task(root, &data, 2, Some("2999-01-01T00:00:00Z"));
+    let mut serve = docket()
+        .arg("--data")
+        .arg(&data)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--sweep-every-secs",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = listening_url(&mut serve);
+    let result = std::panic::catch_unwind(|| {
+        let u = Some(url.as_str());
+        // Given a served ledger with a task whose deadline passed, when the
+        // sweep timer fires, then FAIL verdict_missing is recorded.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let shown = loop {
+            let out = run(&data, u, &["--json", "verdict", "show", &late]);
+            let v = json_of(&out);
+            if v["status"] == "fail" || std::time::Instant::now() > deadline {
+                break v;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        };
+        assert_eq!(shown["fail_class"], "verdict_missing", "{shown}");
+        assert_eq!(shown["provenance"]["name"], "docket-verdict-deadline");
+        let out = run(&data, u, &["--json", "verdict", "show", &ahead]);
+        assert_eq!(json_of(&out)["status"], "pending");
+        // A deadline command goes to the data directory, not the server.
+        code(&run(&data, u, &["verdict", "deadlines"]), 64);
+    });
+    let _ = serve.kill();
+    let _ = serve.wait();
+    result.unwrap();
+    // Replay of what the server recorded: clean, same verdict.
+    code(&run(&data, None, &["replay", "--verify"]), 0);
+    assert_eq!(show(&data, &late).1["fail_class"], "verdict_missing");
+}

@@ -63,6 +63,29 @@ impl Matrix {
                 v["messages"] = json!([format!("attempt {n}")]);
                 v
             }
+            "verdict.imported" => json!({
+                "task_id": TASK, "verdict_json": null, "reported": null,
+                "artifacts": [], "missing_paths": [],
+                "verdict": "FAIL", "fail_class": "verdict_missing", "exit_code": 5,
+                "engine": {"name": "docket-verdict-import", "version": format!("0.1.{n}"),
+                           "rules_digest": "0".repeat(64)},
+            }),
+            "verdict.deadline_passed" => {
+                // A fresh task whose deadline passed long ago.
+                let task = task_id(5000 + n);
+                let mut t = task_json(&task, &[]);
+                t["verdict_deadline"] = json!("2020-01-01T00:00:00Z");
+                self.fx
+                    .append("task.registered", &t, &self.requester)
+                    .unwrap();
+                json!({
+                    "task_id": task, "deadline_ms": 1_577_836_800_000u64,
+                    "as_of_ms": 1_577_836_800_000u64,
+                    "verdict": "FAIL", "fail_class": "verdict_missing", "exit_code": 5,
+                    "engine": {"name": "docket-verdict-deadline", "version": "0.1.0",
+                               "rules_digest": "0".repeat(64)},
+                })
+            }
             "approval.requested" => approval_request(TASK, &format!("actor-{n}"), None),
             "approval.granted" | "approval.denied" => {
                 let req = self

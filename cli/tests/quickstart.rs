@@ -202,3 +202,96 @@ fn the_readme_quick_start_works_line_by_line() {
     assert!(dir.join("docket-data/ledger.json").exists());
     assert!(dir.join("bundle").exists(), "the export was written");
 }
+
+/// `docket serve` first, then the local commands of the quick start: `init`
+/// says a ledger exists (exit 2, where its admin key is) and changes
+/// nothing; reads and writes on the data directory go through the server,
+/// which says so on stderr.
+#[test]
+fn serve_first_then_init_and_local_commands() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path();
+    let docket = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_docket"));
+        c.current_dir(dir);
+        for v in [
+            "DOCKET_DATA",
+            "DOCKET_SERVER",
+            "DOCKET_JSON",
+            "DOCKET_CONFIG",
+            "DOCKET_LOG",
+        ] {
+            c.env_remove(v);
+        }
+        c
+    };
+    let mut serve = docket()
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::BufRead;
+        let stdout = serve.stdout.take().unwrap();
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        loop {
+            let l = lines.next().expect("serve printed its address").unwrap();
+            if l.starts_with("listening on ") {
+                break;
+            }
+        }
+        std::thread::spawn(move || for _ in lines {});
+    }
+    let result = std::panic::catch_unwind(|| {
+        let genesis = std::fs::read(dir.join("docket-data/ledger.json")).unwrap();
+        let out = docket().arg("init").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("already exists"), "{err}");
+        assert!(err.contains("admin.key"), "{err}");
+        assert_eq!(
+            std::fs::read(dir.join("docket-data/ledger.json")).unwrap(),
+            genesis,
+            "init changed nothing"
+        );
+        // A write and reads on the data directory go through the server.
+        let key = dir.join("me.key");
+        let out = docket()
+            .args(["keygen", "--out"])
+            .arg(&key)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let public = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        for args in [
+            vec![
+                "key".to_string(),
+                "add".into(),
+                public.clone(),
+                "--role".into(),
+                "submitter".into(),
+                "--key".into(),
+                "docket-data/keys/admin.key".into(),
+            ],
+            vec!["key".into(), "list".into()],
+            vec!["checkpoint".into()],
+            vec!["retention".into(), "status".into()],
+        ] {
+            let out = docket().args(&args).output().unwrap();
+            assert!(out.status.success(), "{args:?}: {out:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("using it"),
+                "{args:?} says it uses the server: {err}"
+            );
+        }
+        let list = docket().args(["key", "list"]).output().unwrap();
+        assert!(String::from_utf8_lossy(&list.stdout).contains(&public));
+    });
+    let _ = Command::new("kill").arg(serve.id().to_string()).status();
+    let _ = serve.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}

@@ -22,7 +22,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use docket_domain::event::Event;
 use docket_domain::export::{LogSource as _, MemoryLog};
-use docket_domain::{LedgerError, Statement, oids};
+use docket_domain::{Ledger, LedgerError, LedgerOptions, LedgerState, Statement, oids};
 use ed25519_dalek::SigningKey;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -180,8 +180,22 @@ enum Appended {
     Refused(LedgerError),
 }
 
+/// Where a case runs.
+enum Engine {
+    /// The in-memory log, at the ledger times the case states.
+    Memory(Box<MemoryLog>),
+    /// A real ledger on disk (sled, fsync, the sequencer and its duplicate
+    /// rule), at wall-clock times: only for cases whose outcome does not
+    /// depend on time ([`time_free`]).
+    Disk {
+        ledger: Ledger,
+        _dir: tempfile::TempDir,
+    },
+}
+
 struct Run {
-    log: MemoryLog,
+    engine: Engine,
+    ledger_key: SigningKey,
     templates: Map<String, Value>,
     last_ms: u64,
     labels: HashMap<String, u64>,
@@ -189,11 +203,34 @@ struct Run {
 }
 
 impl Run {
-    fn new(templates: Map<String, Value>) -> Result<Self, String> {
-        let log = MemoryLog::genesis(ORIGIN, test_key("ledger"), &test_key("admin"), T0)
-            .map_err(|e| format!("genesis: {e}"))?;
+    fn new(templates: Map<String, Value>, disk: bool) -> Result<Self, String> {
+        let (engine, ledger_key) = if disk {
+            let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+            let ledger = Ledger::create(dir.path(), Some(ORIGIN), LedgerOptions::default())
+                .map_err(|e| format!("create: {e}"))?;
+            let ledger_key = ledger.ledger_key().clone();
+            let genesis = json!({
+                "origin": ledger.origin(),
+                "ledger_key": pub_hex(&ledger_key),
+                "admin_key": pub_hex(&test_key("admin")),
+                "ledger_roles": ["verifier", "custodian"],
+            });
+            ledger
+                .append(Statement::sign(
+                    "ledger.genesis",
+                    genesis.to_string().into_bytes(),
+                    &ledger_key,
+                ))
+                .map_err(|e| format!("genesis: {e}"))?;
+            (Engine::Disk { ledger, _dir: dir }, ledger_key)
+        } else {
+            let log = MemoryLog::genesis(ORIGIN, test_key("ledger"), &test_key("admin"), T0)
+                .map_err(|e| format!("genesis: {e}"))?;
+            (Engine::Memory(Box::new(log)), test_key("ledger"))
+        };
         Ok(Self {
-            log,
+            engine,
+            ledger_key,
             templates,
             last_ms: T0,
             labels: HashMap::new(),
@@ -201,12 +238,44 @@ impl Run {
         })
     }
 
+    /// The key called `name` (`ledger`: this run's ledger key).
+    fn key(&self, name: &str) -> SigningKey {
+        if name == "ledger" {
+            self.ledger_key.clone()
+        } else {
+            test_key(name)
+        }
+    }
+
+    fn len(&self) -> u64 {
+        match &self.engine {
+            Engine::Memory(log) => log.len(),
+            Engine::Disk { ledger, .. } => ledger.len(),
+        }
+    }
+
+    fn event_bytes(&self, seq: u64) -> Result<Vec<u8>, String> {
+        match &self.engine {
+            Engine::Memory(log) => log
+                .event_bytes(seq)
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| format!("no event {seq}")),
+            Engine::Disk { ledger, .. } => ledger
+                .event(seq)
+                .map(|e| e.encode())
+                .map_err(|e| format!("event {seq}: {e}")),
+        }
+    }
+
+    fn state(&self) -> LedgerState {
+        match &self.engine {
+            Engine::Memory(log) => log.state().clone(),
+            Engine::Disk { ledger, .. } => ledger.state().clone(),
+        }
+    }
+
     fn event(&self, seq: u64) -> Result<Event, String> {
-        let bytes = self
-            .log
-            .event_bytes(seq)
-            .ok_or_else(|| format!("no event {seq}"))?;
-        Event::decode(bytes).map_err(|e| format!("event {seq}: {e}"))
+        Event::decode(&self.event_bytes(seq)?).map_err(|e| format!("event {seq}: {e}"))
     }
 
     fn label_seq(&self, label: &str) -> Result<u64, String> {
@@ -219,7 +288,7 @@ impl Run {
     /// The value of one placeholder `${NAME:ARG}`.
     fn placeholder(&self, name: &str, arg: &str) -> Result<Value, String> {
         Ok(match name {
-            "pub" => json!(pub_hex(&test_key(arg))),
+            "pub" => json!(pub_hex(&self.key(arg))),
             "seq" => json!(self.label_seq(arg)?),
             "time" => json!(self.event(self.label_seq(arg)?)?.recorded_at_ms),
             "oid" => {
@@ -314,18 +383,28 @@ impl Run {
             (None, Some(raw)) => raw.clone().into_bytes(),
             _ => return Err("a step needs exactly one of payload and payload_raw".into()),
         };
-        Ok(Statement::sign(&step.kind, payload, &test_key(&step.by)))
+        Ok(Statement::sign(&step.kind, payload, &self.key(&step.by)))
     }
 
     /// Appends `stmt` as the log does: a known digest is a duplicate,
     /// otherwise admission and the fold.
     fn append(&mut self, stmt: Statement, at_ms: Option<u64>) -> Appended {
+        let log = match &mut self.engine {
+            Engine::Memory(log) => log,
+            Engine::Disk { ledger, .. } => {
+                return match ledger.append(stmt) {
+                    Ok(r) if r.duplicate => Appended::Duplicate { seq: r.seq },
+                    Ok(r) => Appended::Admitted { seq: r.seq },
+                    Err(e) => Appended::Refused(e),
+                };
+            }
+        };
         let digest = stmt.digest();
         if let Some(seq) = self.digests.get(&digest) {
             return Appended::Duplicate { seq: *seq };
         }
         let time = at_ms.unwrap_or(self.last_ms + STEP_MS);
-        match self.log.append(stmt, time) {
+        match log.append(stmt, time) {
             Ok(seq) => {
                 self.digests.insert(digest, seq);
                 self.last_ms = time.max(self.last_ms);
@@ -429,12 +508,34 @@ fn check_then(then: &Then) -> Result<(), String> {
 /// the statement, where it lands and the expected outcome), `Err` says how
 /// the outcome differs or why the case is malformed.
 fn run_case(text: &str, templates: &Map<String, Value>) -> Result<Value, String> {
+    run_case_on(text, templates, false)
+}
+
+/// Whether a case's outcome is independent of the ledger times (no stated
+/// time, no validity window, no expiry, deadline or sweep), so that it can
+/// also run on a real ledger, whose clock is the wall clock.
+fn time_free(text: &str) -> bool {
+    ![
+        "\"at_ms\"",
+        "not_before_ms",
+        "not_after_ms",
+        "expires_at",
+        "as_of_ms",
+        "verdict_deadline",
+        "retention.sweep",
+        "${time:",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}
+
+fn run_case_on(text: &str, templates: &Map<String, Value>, disk: bool) -> Result<Value, String> {
     let case: Case = serde_json::from_str(text).map_err(|e| format!("malformed case file: {e}"))?;
     if case.description.trim().is_empty() {
         return Err("malformed case file: description is empty".into());
     }
     check_then(&case.then).map_err(|e| format!("malformed case file: {e}"))?;
-    let mut run = Run::new(templates.clone())?;
+    let mut run = Run::new(templates.clone(), disk)?;
     for k in &case.keys {
         let mut p = json!({"public_key": pub_hex(&test_key(&k.name)), "roles": k.roles});
         if let Some(t) = k.not_before_ms {
@@ -461,11 +562,11 @@ fn run_case(text: &str, templates: &Map<String, Value>) -> Result<Value, String>
     let stmt = run
         .statement(&case.when)
         .map_err(|e| format!("malformed case file: when: {e}"))?;
-    let log: Vec<String> = (0..run.log.len())
-        .map(|seq| B64.encode(run.log.event_bytes(seq).unwrap_or_default()))
+    let log: Vec<String> = (0..run.len())
+        .map(|seq| B64.encode(run.event_bytes(seq).unwrap_or_default()))
         .collect();
     let position = json!({
-        "seq": run.log.len(),
+        "seq": run.len(),
         "recorded_at_ms": case.when.at_ms.unwrap_or(run.last_ms + STEP_MS).max(run.last_ms),
     });
     let statement = json!({
@@ -531,7 +632,7 @@ fn run_case(text: &str, templates: &Map<String, Value>) -> Result<Value, String>
     }
     let mut checks = Vec::new();
     if !then.projection.is_empty() {
-        let state = serde_json::to_value(run.log.state()).map_err(|e| e.to_string())?;
+        let state = serde_json::to_value(run.state()).map_err(|e| e.to_string())?;
         for p in &then.projection {
             let pointer = match run.resolve_str(&p.pointer) {
                 Ok(Value::String(s)) => s,
@@ -700,6 +801,62 @@ fn admission_vectors_are_current() {
         stored == fresh,
         "{} differs from what the rule cases generate; regenerate with DOCKET_REGEN_VECTORS=1 if the change is deliberate",
         path.display()
+    );
+}
+
+/// Given every rule case whose outcome does not depend on time, when it
+/// runs on a real ledger on disk (sled, fsync, the sequencer with its own
+/// duplicate rule, wall-clock ledger times), then its outcome is the one
+/// the case states, as on the in-memory log.
+#[test]
+fn time_free_rule_cases_hold_on_a_real_ledger() {
+    let templates = templates();
+    let files = case_files();
+    let eligible: Vec<&(String, String, String)> = files
+        .iter()
+        .filter(|(_, _, text)| time_free(text))
+        .collect();
+    // Each case has its own ledger; they are fsync-bound, so run four at a
+    // time.
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = eligible
+            .chunks(eligible.len().div_ceil(4).max(1))
+            .map(|chunk| {
+                let templates = &templates;
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .filter_map(|(rule, name, text)| {
+                            run_case_on(text, templates, true)
+                                .err()
+                                .map(|e| format!("tests/cases/{rule}/{name} (on disk): {e}"))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a case thread panicked"))
+            .collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} of {} rule cases failed on a real ledger:\n{}",
+        failures.len(),
+        eligible.len(),
+        failures.join("\n")
+    );
+    assert!(
+        eligible.len() * 2 > files.len(),
+        "only {} of {} cases ran on disk",
+        eligible.len(),
+        files.len()
+    );
+    eprintln!(
+        "{} of {} rule cases hold on a real ledger",
+        eligible.len(),
+        files.len()
     );
 }
 

@@ -1682,10 +1682,17 @@ fn the_grpc_backend_fetches_an_export_that_audits_clean() {
     .expect("server");
     let remote = docket_cli::client::Remote::connect(&server.url()).expect("client");
     let vkey = remote.checkpoint().expect("checkpoint").verifier_key;
-    let files = remote
+    let (files, report) = remote
         .export_files(pb::ExportRequest::default())
         .expect("export over gRPC");
     assert!(files.contains_key("manifest.json"), "{:?}", files.keys());
+    // The server's report: what an embedded export prints.
+    let report = report.expect("the server sends its export report");
+    assert_eq!(
+        report["files"].as_u64(),
+        Some(files.len() as u64),
+        "{report}"
+    );
     let out = dir.path().join("bundle");
     docket_domain::export::bundle::write_dir(&out, &files).expect("write bundle");
     assert!(docket_cli::server::demo::audit_dir(&out, &vkey).expect("audit"));

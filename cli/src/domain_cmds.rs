@@ -1277,11 +1277,12 @@ impl VerdictOut {
     fn headline(&self) -> String {
         match self.status.as_str() {
             "pass" => "PASS".to_string(),
-            "fail" => format!(
-                "FAIL {} ({})",
-                self.reason_code.as_deref().unwrap_or("?"),
-                self.fail_class.as_deref().unwrap_or("?")
-            ),
+            // A seed 001 verdict (verdict.imported, verdict.deadline_passed)
+            // has a fail_class and no catalogue reason_code.
+            "fail" => match &self.reason_code {
+                Some(r) => format!("FAIL {r} ({})", self.fail_class.as_deref().unwrap_or("?")),
+                None => format!("FAIL {}", self.fail_class.as_deref().unwrap_or("?")),
+            },
             _ if self.submissions == 0 => "PENDING (no submission)".to_string(),
             _ => "PENDING (no verdict for the latest submission)".to_string(),
         }

@@ -92,6 +92,18 @@ fn ledger_error(e: LedgerError) -> anyhow::Error {
     e.into()
 }
 
+/// The server to use: `--server`, else the `docket serve` that holds the
+/// data directory (DATA/server/address), if any.
+fn server_of(ctx: &Ctx) -> Result<Option<String>> {
+    if let Some(url) = &ctx.server {
+        return Ok(Some(url.clone()));
+    }
+    if ctx.backend()?.embedded().is_some() {
+        return Ok(None);
+    }
+    Ok(crate::served::address(&ctx.data))
+}
+
 fn embedded(ctx: &Ctx) -> Result<Docket> {
     let backend = ctx.backend()?;
     let Some(e) = backend.embedded() else {
@@ -186,7 +198,7 @@ impl ImportOut {
 /// `docket verdict import RUN_DIR --task ID --key KEY`.
 pub fn run_import(ctx: &Ctx, a: &VerdictImportArgs) -> Result<u8> {
     let key = load_key(&a.key)?;
-    let out = match &ctx.server {
+    let out = match &server_of(ctx)? {
         Some(url) => import_remote(&Remote::connect(url)?, a, &key)?,
         None => {
             let d = embedded(ctx)?;
@@ -452,7 +464,7 @@ fn reproduction_human(r: &Reproduction) -> String {
 
 /// `docket verify --reproduce TASK`.
 pub fn run_reproduce(ctx: &Ctx, task: &str, json: bool) -> Result<u8> {
-    let r = match &ctx.server {
+    let r = match &server_of(ctx)? {
         Some(url) => {
             let remote = Remote::connect(url)?;
             let resp = remote

@@ -399,6 +399,7 @@ fn import_through_docket_serve() {
     let sub = key(root, &data, "sub", "submitter");
     let t1 = task(root, &data, 1, None);
     let t2 = task(root, &data, 2, None);
+    let t3 = task(root, &data, 3, None);
     let good = run_dir(
         root,
         "good",
@@ -445,6 +446,10 @@ fn import_through_docket_serve() {
         let shown = json_of(code(&out, 5));
         assert_eq!(shown["fail_class"], "verdict_missing");
         assert_eq!(shown["provenance"]["name"], "docket-verdict-import");
+        // Without --server, a served data directory is used through its
+        // server.
+        let v = json_of(code(&import(&data, None, &none, &t3, &ver), 5));
+        assert_eq!(v["fail_class"], "verdict_missing");
         // Reproduce through the server: untouched, then with the evidence
         // content altered on the server's disk.
         let r = json_of(code(

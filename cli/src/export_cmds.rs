@@ -102,32 +102,40 @@ fn run_export(args: &ExportArgs, ctx: &Ctx) -> Result<u8> {
     let report = export::export(&embedded.ledger, &options, &args.out, args.tar)
         .map_err(|e| export_error(&e))?;
     let value = serde_json::json!({"out": args.out, "tar": args.tar, "report": report});
-    ctx.out.emit(&value, || {
-        let mut s = format!(
-            "exported {} events ({} selected) in {} run(s) to {}\n  checkpoint: tree size {}, root {}\n  inclusion proofs: {}",
-            report.events,
-            report.selected,
-            report.ranges.len(),
-            args.out.display(),
-            report.tree_size,
-            report.root,
-            report.inclusion_proofs
-        );
-        if let Some(since) = report.since_size {
-            s += &format!("\n  consistency proof from tree size {since}");
-        }
-        if args.with_blobs {
-            s += &format!("\n  blobs: {} copied", report.blobs);
-            if !report.blobs_absent.is_empty() {
-                s += &format!(", {} absent (purged)", report.blobs_absent.len());
-            }
-        }
-        if report.attestations > 0 {
-            s += &format!("\n  attestations: {}", report.attestations);
-        }
-        s + &format!("\n  {} files, {} bytes", report.files, report.bytes)
-    });
+    ctx.out
+        .emit(&value, || report_human(&value["report"], args, None));
     Ok(exit::OK)
+}
+
+/// The human report of an export (the same through a server, whose report
+/// is the embedded one's JSON).
+fn report_human(report: &serde_json::Value, args: &ExportArgs, server: Option<&str>) -> String {
+    let n = |k: &str| report[k].as_u64().unwrap_or(0);
+    let from = server.map(|s| format!(" from {s}")).unwrap_or_default();
+    let mut s = format!(
+        "exported {} events ({} selected) in {} run(s){from} to {}\n  checkpoint: tree size {}, root {}\n  inclusion proofs: {}",
+        n("events"),
+        n("selected"),
+        report["ranges"].as_array().map_or(0, Vec::len),
+        args.out.display(),
+        n("tree_size"),
+        report["root"].as_str().unwrap_or(""),
+        n("inclusion_proofs")
+    );
+    if let Some(since) = report["since_size"].as_u64() {
+        s += &format!("\n  consistency proof from tree size {since}");
+    }
+    if args.with_blobs {
+        s += &format!("\n  blobs: {} copied", n("blobs"));
+        let absent = report["blobs_absent"].as_array().map_or(0, Vec::len);
+        if absent > 0 {
+            s += &format!(", {absent} absent (purged)");
+        }
+    }
+    if n("attestations") > 0 {
+        s += &format!("\n  attestations: {}", n("attestations"));
+    }
+    s + &format!("\n  {} files, {} bytes", n("files"), n("bytes"))
 }
 
 /// `--server`: the server builds the bundle and streams its files (each
@@ -184,12 +192,16 @@ fn run_remote_export(
         }),
     };
     ctx.out.emit(&value, || {
-        format!(
-            "exported {} files, {bytes} bytes from {} to {}",
-            files.len(),
-            ctx.server_url().unwrap_or("the server"),
-            args.out.display()
-        )
+        if value["report"].get("events").is_some() {
+            report_human(&value["report"], args, ctx.server_url())
+        } else {
+            format!(
+                "exported {} files, {bytes} bytes from {} to {}",
+                files.len(),
+                ctx.server_url().unwrap_or("the server"),
+                args.out.display()
+            )
+        }
     });
     Ok(exit::OK)
 }

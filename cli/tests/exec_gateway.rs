@@ -338,6 +338,16 @@ fn every_outcome(l: &Ledger) {
         "what it wrote before the timeout is kept"
     );
 
+    // Death by a signal reads as the shell does: 128 + signal.
+    let (r, _, _) = check_exec(l, &task, &[], &["sh", "-c", "kill -9 $$"], 5, "FAILURE");
+    assert_eq!(r["exit_code"], 137);
+
+    // Bytes that are not UTF-8: the evidence keeps them, the record reads
+    // them as U+FFFD.
+    let (r, out, _) = check_exec(l, &task, &[], &["printf", "\\377\\376ok"], 0, "SUCCESS");
+    assert_eq!(out, b"\xff\xfeok");
+    assert_eq!(r["stdout"], "\u{fffd}\u{fffd}ok");
+
     // A command that exits but leaves a child holding its pipes: recorded
     // once the grace after its exit runs out (the child is killed).
     let t0 = Instant::now();

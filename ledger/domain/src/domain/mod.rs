@@ -25,9 +25,9 @@
 //! written down in `docs/DOMAIN.md`.
 
 pub mod auto_verify;
-pub mod gateway;
 pub mod deadlines;
 pub mod evidence_query;
+pub mod gateway;
 pub mod oid;
 pub mod payloads;
 pub mod projections;

@@ -459,6 +459,9 @@ fn reproduction_human(r: &Reproduction) -> String {
     for d in &r.differences {
         s.push_str(&format!("\n  - {d}"));
     }
+    for n in &r.notes {
+        s.push_str(&format!("\n  note: {n}"));
+    }
     s
 }
 

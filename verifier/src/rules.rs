@@ -51,11 +51,12 @@ const FILE_EXTENSIONS: [&str; 10] = [
 ];
 
 /// The engine's sources, scanned for rule identifiers.
-const SOURCES: [&str; 13] = [
+const SOURCES: [&str; 14] = [
     include_str!("catalogue.rs"),
     include_str!("classify.rs"),
     include_str!("diff.rs"),
     include_str!("engine.rs"),
+    include_str!("error.rs"),
     include_str!("evidence.rs"),
     include_str!("execution.rs"),
     include_str!("harness.rs"),
@@ -175,6 +176,26 @@ mod tests {
         assert!(l.ends_with('\n'));
         assert_eq!(rules_digest().len(), 64);
         assert_eq!(rules_digest(), digest_of(l));
+    }
+
+    /// Every source file of the engine is scanned: a new module must be
+    /// added to `SOURCES` (its rules then count in the digest).
+    #[test]
+    fn every_engine_source_is_scanned() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let scanned: Vec<String> = SOURCES.iter().map(|s| s.to_string()).collect();
+        for e in std::fs::read_dir(&dir).expect("verifier/src") {
+            let path = e.expect("entry").path();
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if !name.ends_with(".rs") || name == "lib.rs" || name == "rules.rs" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("readable source");
+            assert!(
+                scanned.contains(&text),
+                "verifier/src/{name} is not in rules::SOURCES"
+            );
+        }
     }
 
     #[test]

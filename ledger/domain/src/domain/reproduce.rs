@@ -59,6 +59,10 @@ pub struct Reproduction {
     pub matches: bool,
     /// What differs, one line each.
     pub differences: Vec<String>,
+    /// Why it may differ (e.g. evidence whose content retention removed),
+    /// one line each; notes alone do not make a mismatch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 fn diff<T: PartialEq + std::fmt::Debug>(out: &mut Vec<String>, what: &str, rec: &T, got: &T) {
@@ -94,6 +98,7 @@ impl Docket {
             )
         };
         let mut differences = Vec::new();
+        let mut notes = Vec::new();
         let (recorded_engine, engine, recorded, reproduced) = match event.kind.as_str() {
             names::VERDICT_ISSUED => {
                 let p = decode_verdict(&event.payload).map_err(corrupt)?;
@@ -112,6 +117,28 @@ impl Docket {
                     ));
                 }
                 let sub = p.submission_seq.unwrap_or(info.submission_seq);
+                {
+                    let state = self.ledger().state();
+                    let oids = state
+                        .domain
+                        .verdicts
+                        .tasks
+                        .get(&key)
+                        .and_then(|t| t.submissions.iter().find(|s| s.seq == sub))
+                        .map(|s| s.evidence_oids.clone())
+                        .unwrap_or_default();
+                    for o in oids {
+                        if let Some(r) = state.domain.oids.oids.get(&o)
+                            && r.state != crate::oids::OidState::Live
+                        {
+                            notes.push(format!(
+                                "evidence {o} ({}) is {}: the engine ran without its original content",
+                                r.artifact_name,
+                                r.state.as_str()
+                            ));
+                        }
+                    }
+                }
                 let got = self.evaluate_submission(sub)?;
                 let v = &p.verdict;
                 let summary =
@@ -301,6 +328,7 @@ impl Docket {
             engine,
             matches: differences.is_empty(),
             differences,
+            notes,
             recorded,
             reproduced,
         })

@@ -647,14 +647,31 @@ fn run_redact(a: &RedactArgs, ctx: &Ctx) -> Result<u8> {
                 findings: view.findings.clone(),
             };
             let st = Statement::sign(kinds::REDACTED, payloads::to_bytes(&payload), &key);
-            let receipt = r
+            let response = r
                 .block_on(async {
                     pb::retention_client::RetentionClient::new(r.channel())
                         .redact(convert::statement_to_proto(&st))
                         .await
                 })
-                .map_err(|s| client::status_error(&s))?
-                .into_inner();
+                .map_err(|s| client::status_error(&s))?;
+            // What happened to the original (an older server says nothing).
+            if let Some(effect) = response
+                .metadata()
+                .get_bin("docket-redaction-bin")
+                .and_then(|v| v.to_bytes().ok())
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            {
+                view.original_deleted = effect["original_deleted"].as_bool();
+                view.original_still_needed_by = effect["original_still_needed_by"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+            }
+            let receipt = response.into_inner();
             view.seq = Some(receipt.seq);
             view.redacted_sha256 = Some(digest);
             view.redacted_size = Some(content.len() as u64);

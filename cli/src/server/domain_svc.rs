@@ -1148,7 +1148,47 @@ impl pb::retention_server::Retention for DomainService {
         &self,
         request: Request<pb::SignedStatement>,
     ) -> Result<Response<pb::AppendReceipt>, Status> {
-        self.append(&request, &[retention_kinds::REDACTED]).await
+        let payload = request.get_ref().payload.clone();
+        let mut response = self.append(&request, &[retention_kinds::REDACTED]).await?;
+        // What the redaction did to the original content, as the embedded
+        // `docket retention redact` reports it (response metadata
+        // `docket-redaction-bin`, JSON).
+        if let Ok(p) = docket_domain::retention::payloads::redacted(&payload) {
+            let effect = self
+                .shared
+                .read(move |d| {
+                    let original = docket_domain::blobs::parse_digest(&p.original_sha256)?;
+                    let deleted = !d.blobs().contains(&original)?;
+                    let needed_by: Vec<String> = d.with_state(AsOf::Latest, |s| {
+                        s.domain
+                            .oids
+                            .oids
+                            .iter()
+                            .filter(|(o, r)| {
+                                **o != p.oid
+                                    && docket_domain::retention::state::current_sha256(
+                                        r,
+                                        &s.retention,
+                                        o,
+                                    ) == Some(p.original_sha256.as_str())
+                            })
+                            .map(|(o, _)| o.clone())
+                            .collect()
+                    })?;
+                    Ok(serde_json::json!({
+                        "original_deleted": deleted,
+                        "original_still_needed_by": needed_by,
+                    }))
+                })
+                .await;
+            if let Ok(effect) = effect {
+                response.metadata_mut().insert_bin(
+                    "docket-redaction-bin",
+                    tonic::metadata::MetadataValue::from_bytes(effect.to_string().as_bytes()),
+                );
+            }
+        }
+        Ok(response)
     }
 
     async fn sweep(

@@ -6,8 +6,9 @@
 //! finish times and duration, and records:
 //!
 //! 1. the **full** stdout and stderr as evidence (`evidence.registered`,
-//!    types `stdout` / `stderr`, names `execution/<started>/stdout.log` and
-//!    `.../stderr.log`), each minted an OID;
+//!    types `stdout` / `stderr`, names `execution/<STEP>/stdout.log` and
+//!    `.../stderr.log` with `--step STEP`, default the start time), each
+//!    minted an OID;
 //! 2. the seed 002 execution record (`execution.recorded`): outputs cut by
 //!    the seed's deterministic truncation (10,000 characters; longer text
 //!    keeps its first 9,950 and the marker `\n\n[TRUNCATED - output exceeded
@@ -83,6 +84,11 @@ pub struct ExecArgs {
     /// requires of a gateway without real execution.
     #[arg(long)]
     pub simulate: bool,
+    /// The step's name in the seed 002 artifact layout: the outputs are
+    /// named `execution/STEP/stdout.log` and `execution/STEP/stderr.log`
+    /// (default: the start time, e.g. `20260209T143000123456789Z`).
+    #[arg(long, value_name = "STEP")]
+    pub step: Option<String>,
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub argv: Vec<String>,
@@ -520,6 +526,19 @@ pub fn run(ctx: &Ctx, a: &ExecArgs) -> Result<u8> {
         )
         .into());
     }
+    if let Some(step) = &a.step
+        && (step.is_empty()
+            || !step
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+            || step.starts_with('.'))
+    {
+        return Err(CliError::new(
+            exit::USAGE,
+            format!("--step {step:?}: use letters, digits, `_`, `.` and `-` (not leading `.`)"),
+        )
+        .into());
+    }
     let key = load_key(&a.key)?;
     let task_id = canonical_task_id(&a.task).unwrap_or_else(|| a.task.clone());
     let m = mode(ctx)?;
@@ -529,11 +548,13 @@ pub fn run(ctx: &Ctx, a: &ExecArgs) -> Result<u8> {
     let record = captured.record();
 
     // The full outputs, kept as evidence before the record names them.
-    let stamp: String = captured
-        .started_at
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .collect();
+    let stamp: String = a.step.clone().unwrap_or_else(|| {
+        captured
+            .started_at
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect()
+    });
     let stdout = put_output(
         &m,
         &key,

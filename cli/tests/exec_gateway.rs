@@ -306,6 +306,14 @@ fn every_outcome(l: &Ledger) {
         sha_hex(b"sh -c 'printf hello; printf oops >&2'|hello|oops|0")
     );
 
+    // --step names the outputs as the seed's artifact layout does.
+    let out = ok(l.exec(&task, &l.gateway, &["--step", "env_validation"], &["true"]));
+    let v = json_of(&out);
+    assert_eq!(v["stdout"]["name"], "execution/env_validation/stdout.log");
+    assert_eq!(v["stderr"]["name"], "execution/env_validation/stderr.log");
+    let out = l.exec(&task, &l.gateway, &["--step", "../x"], &["true"]);
+    assert_eq!(out.status.code(), Some(64), "{}", show(&out));
+
     // A failing exit code.
     let (r, _, err) = check_exec(
         l,

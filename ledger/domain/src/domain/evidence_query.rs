@@ -2,8 +2,9 @@
 //! a task's evidence, each OID with its record, its retention state and the
 //! events that reference it.
 //!
-//! An event **references** an OID when it is the `evidence.registered`
-//! event that minted it, or when its payload (the payload of a known kind;
+//! An event **references** an OID when it is the event that minted it (its
+//! `evidence.registered`, or the `verdict.imported` that registered an
+//! imported file), or when its payload (the payload of a known kind;
 //! `x-…` extension payloads are opaque and never read) holds the OID as a
 //! JSON string — `"01K…"`, the 26 characters exactly as minted — anywhere:
 //! `evidence_oids` of executions, submissions and verdicts, a submission's
@@ -100,7 +101,7 @@ pub struct EvidenceEntry {
     /// When the content becomes eligible for expiry under the policy in
     /// force (Unix ms); None when pinned, removed or never.
     pub expires_at_ms: Option<u64>,
-    /// Events that reference the OID, in log order (the registration first).
+    /// Events that reference the OID, in log order (the minting event first).
     pub references: Vec<Reference>,
 }
 
@@ -160,11 +161,14 @@ impl Docket {
             .enumerate()
             .filter_map(|(i, e)| Some((<[u8; 26]>::try_from(e.oid.as_bytes()).ok()?, i)))
             .collect();
-        let registered: HashMap<u64, usize> = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.record.registered_seq, i))
-            .collect();
+        // The event that minted each OID (one `verdict.imported` mints several).
+        let mut registered: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            registered
+                .entry(e.record.registered_seq)
+                .or_default()
+                .push(i);
+        }
         let store = ledger.store();
         let mut at = from;
         while at < size {
@@ -181,9 +185,7 @@ impl Docket {
                         });
                     }
                 };
-                if let Some(&i) = registered.get(&seq)
-                    && event.kind == names::EVIDENCE_REGISTERED
-                {
+                for &i in registered.get(&seq).into_iter().flatten() {
                     hit(i, &mut entries);
                 }
                 if event.kind.starts_with(names::EXTENSION_PREFIX) {

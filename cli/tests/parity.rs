@@ -529,6 +529,9 @@ fn every_command_answers_the_same_embedded_and_through_the_server() {
         let v: Value = serde_json::from_str(text.trim()).unwrap();
         v["verifier_key"].as_str().unwrap().to_string()
     };
+    // Not here: commands that run only on a data directory by design
+    // (`replay`, `recover`, `verdict deadlines`: a server runs deadlines on
+    // its own timer) and the offline ones (`verify`, `audit`, `classify`).
     let reads: Vec<Vec<&str>> = vec![
         vec!["checkpoint"],
         vec!["checkpoint", "--vkey"],
@@ -554,6 +557,11 @@ fn every_command_answers_the_same_embedded_and_through_the_server() {
         vec!["verdict", "show", &task],
         vec!["verdict", "show", &task, "--as-of", "25"],
         vec!["verdict", "list"],
+        vec!["verdict", "list", "--status", "pass"],
+        vec!["verdict", "show", &task, "--history"],
+        vec!["verdict", "rules"],
+        vec!["key", "list", "--all"],
+        vec!["evidence", "list", "--task", &task],
         vec!["evidence", "show", &evidence_oid],
         vec!["evidence", "show", "01M871X9JBGMFR88Z55ZFDH9DW"],
         vec!["evidence", "get", &evidence_oid, "--out", "{OUT}"],

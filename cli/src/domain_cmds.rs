@@ -1307,6 +1307,16 @@ impl VerdictOut {
                 self.issued_at.as_deref().unwrap_or("")
             ));
         }
+        if let Some(e) = &self.provenance {
+            let field = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
+            let digest = field("rules_digest");
+            s.push_str(&format!(
+                "\n  engine {} {} (rules {})",
+                field("name"),
+                field("version"),
+                &digest[..16.min(digest.len())]
+            ));
+        }
         for m in &self.messages {
             s.push_str(&format!("\n  - {m}"));
         }

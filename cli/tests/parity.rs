@@ -126,6 +126,9 @@ fn normalised(o: &Output, out: &Path) -> (Option<i32>, String) {
 
 /// Values that depend on the wall clock at recording time.
 const CLOCK_FIELDS: &[&str] = &[
+    "started_at",
+    "finished_at",
+    "duration_seconds",
     "now",
     "now_ms",
     "leaf_hash",
@@ -175,6 +178,10 @@ fn mask(v: &Value) -> Value {
         ),
         Value::Array(a) => Value::Array(a.iter().map(mask).collect()),
         Value::String(s) if is_ulid(s) => Value::String("<ulid>".into()),
+        // `docket exec`'s evidence names carry its start time.
+        Value::String(s) if s.starts_with("execution/") => {
+            Value::String("execution/<start time>/…".into())
+        }
         other => other.clone(),
     }
 }
@@ -250,6 +257,7 @@ fn every_command_answers_the_same_embedded_and_through_the_server() {
     let keys = root.join("keys");
     std::fs::create_dir(&keys).unwrap();
     let k = |n: &str| keys.join(format!("{n}.key")).display().to_string();
+    let gw = keygen(Path::new(&k("gw")));
     let (sub, ver, cus, app, spare) = (
         keygen(Path::new(&k("sub"))),
         keygen(Path::new(&k("ver"))),
@@ -312,6 +320,7 @@ fn every_command_answers_the_same_embedded_and_through_the_server() {
         (&cus, "custodian"),
         (&app, "approver"),
         (&spare, "auditor"),
+        (&gw, "gateway"),
     ] {
         w.write(&["key", "add", key, "--role", role, "--key", &admin]);
     }
@@ -359,6 +368,17 @@ fn every_command_answers_the_same_embedded_and_through_the_server() {
         "--key",
         &k("sub"),
     ]);
+    w.write(&[
+        "exec",
+        "--task",
+        &task,
+        "--key",
+        &k("gw"),
+        "--",
+        "echo",
+        "hello",
+    ]);
+    w.write(&["exec", "--task", &task, "--key", &k("gw"), "--", "false"]);
     let req = w.write(&[
         "approval",
         "request",

@@ -275,8 +275,8 @@ pub enum VerdictCmd {
     },
     /// Import a seed 001 run's `evidence/verdict.json` and its evidence
     /// (verifier key). Exit 0 PASS, 5 FAIL (also verdict_missing,
-    /// artifact_missing), 2 malformed verdict.json or refused (nothing
-    /// recorded), 4 no such run dir or task.
+    /// artifact_missing; a missing RUN_DIR is verdict_missing), 2 malformed
+    /// verdict.json or refused (nothing recorded), 4 no such task.
     Import(crate::verdict_import::VerdictImportArgs),
     /// Record FAIL verdict_missing for every task whose verdict deadline
     /// passed with no verdict (the server does this on its sweep timer).

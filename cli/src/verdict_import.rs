@@ -12,7 +12,8 @@
 //! Exit codes: `verdict import` 0 when the recorded verdict is PASS, 5 when
 //! it is FAIL (including `verdict_missing` and `artifact_missing`), 2 for a
 //! malformed `verdict.json` or a refused statement (nothing recorded), 4
-//! for a missing run dir or task. `verify --reproduce` 0 when the engine
+//! for an unknown task. A run dir that does not exist has no `verdict.json`:
+//! FAIL `verdict_missing` is recorded (fail closed). `verify --reproduce` 0 when the engine
 //! gives the recorded verdict, 3 when it does not, 4 when the task has no
 //! verdict.
 

@@ -359,8 +359,7 @@ fn good_missing_and_malformed_verdict_json_embedded() {
         text(&out)
     );
     assert_eq!(tree_size(&data), size);
-    // A missing run dir or task: exit 4.
-    code(&import(&data, None, &root.join("nope"), &t4, &ver), 4);
+    // An unknown task: exit 4, nothing recorded.
     code(
         &import(
             &data,
@@ -372,6 +371,11 @@ fn good_missing_and_malformed_verdict_json_embedded() {
         4,
     );
     assert_eq!(tree_size(&data), size);
+    // A run dir that does not exist has no verdict.json: FAIL
+    // verdict_missing, recorded (fail closed).
+    let v = json_of(code(&import(&data, None, &root.join("nope"), &t4, &ver), 5));
+    assert_eq!(v["fail_class"], "verdict_missing");
+    assert_eq!(show(&data, &t4).1["fail_class"], "verdict_missing");
 }
 
 /// Reads `listening on ADDR` from a `docket serve` child; keeps draining.

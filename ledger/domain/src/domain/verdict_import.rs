@@ -4,7 +4,8 @@
 //! ([`crate::verdicts::imported`]).
 //!
 //! 1. [`ImportPlan::read`] reads `RUN_DIR/evidence/verdict.json` (a missing
-//!    file is planned as FAIL `verdict_missing`; one that breaks the seed
+//!    file, or a missing run dir, is planned as FAIL `verdict_missing`; one
+//!    that breaks the seed
 //!    001 schema is `Invalid` and nothing is planned), hashes it and every
 //!    `evidence_paths` entry that exists inside the run dir (a missing
 //!    one, a directory or a path that leaves the run dir through a link is
@@ -116,20 +117,21 @@ fn inside(run_dir_canon: &Path, run_dir: &Path, rel: &str) -> Option<PathBuf> {
 
 impl ImportPlan {
     /// Reads `run_dir` for task `task_id` (judging `submission_seq`, the
-    /// task's latest submission, when it has one). A missing run dir is
-    /// `NotFound`; a `verdict.json` that breaks the seed 001 schema is
-    /// `Invalid` listing every violated rule.
+    /// task's latest submission, when it has one). A run dir that does not
+    /// exist (or is not a directory) has no `verdict.json`: FAIL
+    /// `verdict_missing`, fail closed. A `verdict.json` that breaks the seed
+    /// 001 schema is `Invalid` listing every violated rule.
     pub fn read(run_dir: &Path, task_id: &str, submission_seq: Option<u64>) -> Result<ImportPlan> {
-        let meta = std::fs::metadata(run_dir).map_err(|_| LedgerError::NotFound {
-            what: format!("run output dir {}", run_dir.display()),
-        })?;
-        if !meta.is_dir() {
-            return Err(LedgerError::NotFound {
-                what: format!("run output dir {} (not a directory)", run_dir.display()),
-            });
+        let task_id = task_key(task_id).into_owned();
+        if !run_dir.is_dir() {
+            tracing::warn!(
+                "run output dir {} does not exist: recording FAIL verdict_missing",
+                run_dir.display()
+            );
+            let payload = imported::imported_payload(&task_id, submission_seq, None, &[], &[])?;
+            return Self::build(task_id, submission_seq, Vec::new(), Vec::new(), payload);
         }
         let canon = std::fs::canonicalize(run_dir).map_err(|e| io_err(run_dir, e))?;
-        let task_id = task_key(task_id).into_owned();
         let vj_path = run_dir.join(VERDICT_JSON_PATH);
         let mut files = Vec::new();
         let mut missing = Vec::new();
@@ -207,12 +209,22 @@ impl ImportPlan {
             }
         };
         files.extend(artifacts);
+        Self::build(task_id, submission_seq, files, missing, payload)
+    }
+
+    fn build(
+        task_id: String,
+        submission_seq: Option<u64>,
+        files: Vec<PlannedFile>,
+        missing_paths: Vec<String>,
+        payload: Vec<u8>,
+    ) -> Result<ImportPlan> {
         let decoded = decode_imported(&payload)?;
         Ok(ImportPlan {
             task_id,
             submission_seq,
             files,
-            missing_paths: missing,
+            missing_paths,
             verdict: decoded.verdict,
             fail_class: decoded.fail_class,
             exit_code: decoded.exit_code,

@@ -295,3 +295,83 @@ fn serve_first_then_init_and_local_commands() {
         std::panic::resume_unwind(e);
     }
 }
+
+/// Every `docket …` line in the README's code blocks names real commands
+/// and flags: each (before any `&&` or `|`, placeholders and all) parses
+/// with `--help` appended, which clap refuses for an unknown flag.
+#[test]
+fn every_readme_command_uses_real_commands_and_flags() {
+    let text = readme();
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for block in text.split("```sh").skip(1) {
+        let block = block.split("```").next().unwrap_or("");
+        for line in block.lines() {
+            // The command before its comment, `&&` and `|`.
+            let cmd = line.split(" #").next().unwrap_or("");
+            let cmd = cmd.split("&&").next().unwrap_or("");
+            let cmd = cmd.split('|').next().unwrap_or("").trim();
+            // `VAR=value docket …`
+            let words: Vec<&str> = cmd
+                .split_whitespace()
+                .skip_while(|w| w.contains('=') && !w.starts_with('-'))
+                .collect();
+            if words.first() != Some(&"docket") {
+                continue;
+            }
+            // Drop redirections, `$(…)` substitutions, a trailing `&`, and
+            // what follows `--` (a child's command line).
+            let mut args: Vec<String> = Vec::new();
+            let mut skip_next = false;
+            let mut in_subst = false;
+            for w in &words[1..] {
+                if skip_next {
+                    skip_next = false;
+                    continue;
+                }
+                if in_subst {
+                    in_subst = !w.trim_end_matches('"').ends_with(')');
+                    continue;
+                }
+                if *w == "--" {
+                    break;
+                }
+                if *w == ">" || *w == "<" {
+                    skip_next = true;
+                    continue;
+                }
+                if w.trim_start_matches('"').starts_with("$(") {
+                    in_subst = !w.trim_end_matches('"').ends_with(')');
+                    args.push("X".into());
+                    continue;
+                }
+                let a = w.trim_end_matches('&').trim_matches('"');
+                if !a.is_empty() {
+                    args.push(a.to_string());
+                }
+            }
+            let out = Command::new(env!("CARGO_BIN_EXE_docket"))
+                .args(&args)
+                .arg("--help")
+                .env_remove("DOCKET_CONFIG")
+                .output()
+                .unwrap();
+            checked += 1;
+            if !out.status.success() {
+                wrong.push(format!(
+                    "`{line}`: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                ));
+            }
+        }
+    }
+    assert!(checked >= 20, "checked {checked} README commands");
+    assert!(
+        wrong.is_empty(),
+        "README commands that do not parse:\n{}",
+        wrong.join("\n")
+    );
+}

@@ -47,7 +47,13 @@ fn every_service_and_rpc_is_present() {
         ("Tasks", &["RegisterTask", "GetTask"]),
         (
             "Evidence",
-            &["Upload", "Register", "GetEvidence", "Download"],
+            &[
+                "Upload",
+                "Register",
+                "GetEvidence",
+                "Download",
+                "ListEvidence",
+            ],
         ),
         ("Executions", &["RecordExecution"]),
         ("Submissions", &["Submit"]),
@@ -59,6 +65,8 @@ fn every_service_and_rpc_is_present() {
                 "GetVerdict",
                 "ListVerdicts",
                 "WatchVerdicts",
+                "ImportVerdict",
+                "ReproduceVerdict",
             ],
         ),
         (

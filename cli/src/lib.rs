@@ -172,7 +172,7 @@ pub mod served {
         CliError::new(
             exit::USAGE,
             format!(
-                "{who} holds the data directory {}; stop it, or use a copy",
+                "{who} holds the data directory {}; stop it, or use a copy. To check the log while it serves: `docket export DIR` then `docket audit DIR --trusted-key \"$(docket checkpoint --vkey)\"` (root recomputed, every event re-admitted)",
                 data.display()
             ),
         )

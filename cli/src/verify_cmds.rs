@@ -34,8 +34,9 @@ pub struct VerifyArgs {
     )]
     pub task: Option<PathBuf>,
     /// Instead: re-run the engine of task ID's recorded verdict on the
-    /// evidence the ledger recorded (`--data`); exit 0 when it gives the
-    /// recorded verdict, 3 when it does not, 4 when there is no verdict.
+    /// evidence the ledger recorded (`--data`, or `--server`); exit 0 when
+    /// it gives the recorded verdict, 3 when it does not, 4 when there is
+    /// no verdict.
     #[arg(long, value_name = "TASK_ID", conflicts_with_all = ["dir", "task", "verdict_json", "now"])]
     pub reproduce: Option<String>,
     /// Print the full scc.verdict.v1 JSON instead of the human summary.

@@ -76,7 +76,14 @@ fn main() {
     }
     for round in 0..3 {
         let started = Instant::now();
-        let log = Log::<Count>::open(&dir, LogOptions::default()).expect("open");
+        // DOCKET_PROBE_NO_SCRUB=1: without the background check (to see
+        // what it costs in memory and time).
+        let options = LogOptions {
+            background_scrub: std::env::var_os("DOCKET_PROBE_NO_SCRUB").is_none(),
+            ..LogOptions::default()
+        };
+        let log = Log::<Count>::open(&dir, options).expect("open");
+        println!("RSS after open: {} kB", rss_kb());
         let opened = started.elapsed();
         let _ = log.event(log.len() - 1).expect("read");
         println!(
@@ -96,4 +103,19 @@ fn main() {
         }
         log.close().expect("close");
     }
+}
+
+/// Resident set size of this process (Linux), in kB.
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
 }

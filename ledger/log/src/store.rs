@@ -125,6 +125,9 @@ pub trait Store: NodeSource + Send + Sync {
 /// bottom four levels from sled.
 pub const CACHED_FROM_LEVEL: u8 = 4;
 
+/// sled's page cache (its default is 1 GiB; see docs/BENCHMARKS.md).
+pub const SLED_CACHE_BYTES: u64 = 16 << 20;
+
 /// The embedded sled store under `DIR/log/` with snapshots in `DIR/snapshots/`.
 pub struct SledStore {
     db: sled::Db,
@@ -239,6 +242,12 @@ impl SledStore {
             // Keep every value inline in the main file: sled writes values
             // over segment_size/4 to separate blob files without fsync.
             .segment_size(4 << 20)
+            // sled's default page cache is 1 GiB, and a busy ledger fills
+            // it (about 1.2 KB per event): a server grew past 1.1 GB at 1M
+            // events under load; with 16 MiB it stays under 256 MB (and
+            // appends were no slower). Reads past the cache go to the OS's
+            // page cache; the upper Merkle levels stay in memory anyway.
+            .cache_capacity(SLED_CACHE_BYTES)
             .flush_every_ms(None);
         // sled releases its lock on `log/db` when the last of its own pool
         // tasks drops the file, which can be a moment after the `Db` we

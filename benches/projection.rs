@@ -206,7 +206,7 @@ fn bench(c: &mut Criterion) {
     let events = stream();
     let n = events.len() as u64;
     let dir = tempfile::tempdir().expect("temp dir");
-    let store = SledStore::open(dir.path()).expect("store");
+    let store = SledStore::create(dir.path()).expect("store");
     for chunk in events.chunks(8192) {
         store
             .commit(&CommitBatch {

@@ -160,7 +160,7 @@ fn benches(c: &mut Criterion) {
 
     // The real store: every complete node in sled, as the ledger persists them.
     let dir = tempfile::tempdir().expect("temp dir");
-    let sled_store = docket_domain::store::SledStore::open(dir.path()).expect("sled store");
+    let sled_store = docket_domain::store::SledStore::create(dir.path()).expect("sled store");
     let t = Instant::now();
     let mut batch = docket_domain::store::CommitBatch::default();
     let mut sorted: Vec<(u8, u64, Hash)> = hashed.0.iter().map(|(&(l, i), h)| (l, i, *h)).collect();

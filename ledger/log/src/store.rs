@@ -539,13 +539,16 @@ impl Store for SledStore {
             while upper.len() <= l {
                 upper.push(Vec::new());
             }
-            if *index == upper[l].len() as u64 {
+            let len = upper[l].len() as u64;
+            if *index == len {
                 upper[l].push(*hash);
-            } else {
+            } else if *index > len {
                 // Out of order: only a store written by hand does this;
                 // proofs then fail with MissingNode rather than lie.
                 tracing::warn!("Merkle node ({level}, {index}) committed out of order");
             }
+            // (index < len: the background loader already read it from
+            // sled after this commit made it durable.)
         }
         Ok(())
     }

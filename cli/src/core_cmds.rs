@@ -590,19 +590,54 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
         )
         .into());
     }
-    let (store, verifier) = docket_log::sequencer::open_store_for_verification(&ctx.data)?;
-    let len = docket_domain::store::Store::len(&store)?;
-    let bar = out.progress(len, "replaying");
-    let (mut report, state) = replay::replay(
-        &store,
-        &verifier,
-        ReplayOptions {
-            verify: args.verify,
-            as_of: args.as_of,
-        },
-        &mut |done, _| bar.set_position(done),
-    )?;
-    bar.finish_and_clear();
+    let options = ReplayOptions {
+        verify: args.verify,
+        as_of: args.as_of,
+    };
+    let (mut report, state) = match docket_log::sequencer::open_store_for_verification(&ctx.data) {
+        Ok((store, verifier)) => {
+            let len = docket_domain::store::Store::len(&store)?;
+            let bar = out.progress(len, "replaying");
+            let replayed = replay::replay(&store, &verifier, options, &mut |done, _| {
+                bar.set_position(done)
+            })?;
+            bar.finish_and_clear();
+            replayed
+        }
+        Err(e) => {
+            let e = anyhow::Error::from(e);
+            // A `docket serve` holds the directory: replay what it serves.
+            let Some(url) = crate::served::holder(&ctx.data, &e) else {
+                return Err(e);
+            };
+            let (_, verifier) = docket_log::sequencer::read_config(&ctx.data)?;
+            let server = crate::client::connect(&url)?;
+            let bar = out.progress(0, "fetching");
+            let store = crate::served_replay::ServedStore::fetch(
+                &ctx.data,
+                server.as_ref(),
+                &mut |done, total| {
+                    bar.set_length(total);
+                    bar.set_position(done)
+                },
+            )?;
+            bar.finish_and_clear();
+            eprintln!(
+                "note: the ledger in {} is served by {url}; replaying the {} events it serves \
+                 up to its signed checkpoint (checked against ledger.json's key), with the \
+                 snapshots and blobs of the data directory; the stored Merkle nodes and the \
+                 anchor file are the server's to check (its open and background scrub)",
+                ctx.data.display(),
+                store.checkpoint_size()
+            );
+            let bar = out.progress(store.checkpoint_size(), "replaying");
+            let replayed = replay::replay(&store, &verifier, options, &mut |done, _| {
+                bar.set_position(done)
+            })?;
+            bar.finish_and_clear();
+            replayed
+        }
+    };
     if args.verify && args.as_of.is_none() {
         // Evidence content beside the log: present and matching its digest.
         let blobs = docket_domain::blobs::BlobStore::open(&ctx.data)?;

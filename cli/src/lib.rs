@@ -20,6 +20,7 @@ pub mod keyfile;
 pub mod output;
 pub mod pg_cmds;
 pub mod retention_cmds;
+pub mod served_replay;
 pub mod server;
 pub mod verdict_import;
 pub mod verify_cmds;

@@ -1,0 +1,150 @@
+//! `docket replay --verify` while a `docket serve` holds the data directory
+//! (issue "One command-line path": read-only commands work while the server
+//! runs). Given a served ledger with appends, when replay runs on the data
+//! directory, then it replays what the server serves up to its signed
+//! checkpoint, checked against `ledger.json`'s key, with the directory's
+//! snapshots and blobs: exit 0 when clean, 5 when a snapshot file was
+//! tampered with, and the server keeps serving.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+fn docket() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_docket"));
+    for v in [
+        "DOCKET_DATA",
+        "DOCKET_SERVER",
+        "DOCKET_STORE",
+        "DOCKET_LOG",
+        "DOCKET_LOG_FORMAT",
+        "DOCKET_CONFIG",
+        "DOCKET_TRUSTED_KEY",
+        "DOCKET_JSON",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A `docket serve` child, killed when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(data: &Path) -> Server {
+    let mut child = docket()
+        .arg("--data")
+        .arg(data)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    loop {
+        let line = lines.next().expect("serve prints its address").unwrap();
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    // Keep draining stdout so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Server(child)
+}
+
+fn append_notes(data: &Path, n: usize) {
+    let mut child = docket()
+        .arg("--data")
+        .arg(data)
+        .args(["log", "append", "--kind", "x-note", "--stdin", "--key"])
+        .arg(data.join("keys/admin.key"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for i in 0..n {
+            writeln!(stdin, "{{\"note\":{i}}}").unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+fn replay(data: &Path) -> Output {
+    docket()
+        .arg("--data")
+        .arg(data)
+        .args(["--json", "replay", "--verify"])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn replay_verify_runs_while_the_server_holds_the_data_directory() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("d");
+    let out = docket()
+        .arg("--data")
+        .arg(&data)
+        .arg("init")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let _server = serve(&data);
+    // Local commands go through the server that holds the directory.
+    append_notes(&data, 40);
+
+    let out = replay(&data);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    assert!(
+        report["report"]["events"].as_u64().unwrap() >= 41,
+        "genesis + 40 notes: {report}"
+    );
+    assert!(
+        report["report"]["signatures_checked"].as_u64().unwrap() >= 41,
+        "{report}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("served by"),
+        "says where the events came from: {}",
+        text(&out)
+    );
+
+    // A snapshot file edited on disk is tampering, found by this replay.
+    let snap = data.join("snapshots/keys.snap");
+    let mut bytes = std::fs::read(&snap).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    std::fs::write(&snap, &bytes).unwrap();
+    let out = replay(&data);
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    assert!(
+        text(&out).contains("keys"),
+        "names the snapshot: {}",
+        text(&out)
+    );
+
+    // The server still serves.
+    append_notes(&data, 1);
+}

@@ -982,21 +982,30 @@ pub(crate) fn upload_stream(
     st: &Statement,
     digest: &[u8; 32],
     size: u64,
+    file: std::fs::File,
+) -> Result<pb::EvidenceReceipt> {
+    let header = pb::UploadHeader {
+        statement: Some(convert::statement_to_proto(st)),
+        expected_sha256: digest.to_vec(),
+        expected_size: size,
+        ..Default::default()
+    };
+    upload_file(r, header, file)
+}
+
+/// Streams `file` to `Evidence.Upload` after `header`, in chunks of
+/// [`UPLOAD_CHUNK`], read on a thread of its own.
+pub(crate) fn upload_file(
+    r: &Remote,
+    header: pb::UploadHeader,
     mut file: std::fs::File,
 ) -> Result<pb::EvidenceReceipt> {
-    let header = pb::UploadEvidenceRequest {
-        part: Some(pb::upload_evidence_request::Part::Header(
-            pb::UploadHeader {
-                statement: Some(convert::statement_to_proto(st)),
-                expected_sha256: digest.to_vec(),
-                expected_size: size,
-                ..Default::default()
-            },
-        )),
-    };
     let (tx, rx) = tokio::sync::mpsc::channel::<pb::UploadEvidenceRequest>(4);
     let reader = std::thread::spawn(move || -> std::io::Result<()> {
-        if tx.blocking_send(header).is_err() {
+        let first = pb::UploadEvidenceRequest {
+            part: Some(pb::upload_evidence_request::Part::Header(header)),
+        };
+        if tx.blocking_send(first).is_err() {
             return Ok(());
         }
         let mut buf = vec![0u8; UPLOAD_CHUNK];

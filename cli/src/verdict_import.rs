@@ -17,7 +17,6 @@
 //! gives the recorded verdict, 3 when it does not, 4 when the task has no
 //! verdict.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -39,9 +38,6 @@ use crate::core_cmds::load_key;
 use crate::exit::{self, CliError};
 use crate::server::convert;
 use crate::server::shared::Shared;
-
-/// Upload chunk size over gRPC.
-const UPLOAD_CHUNK: usize = 256 << 10;
 
 /// `docket verdict import`.
 #[derive(Debug, Args)]
@@ -309,42 +305,13 @@ fn upload_blob(r: &Remote, key: &SigningKey, path: &Path, sha256: &str, size: u6
         uploader_public_key: key.verifying_key().to_bytes().to_vec(),
         upload_signature: crate::server::uploads::sign_upload(key, &digest, size).to_vec(),
     };
-    let mut file = std::fs::File::open(path).map_err(|e| {
+    let file = std::fs::File::open(path).map_err(|e| {
         CliError::new(
             exit::MISSING,
             format!("cannot read {}: {e}", path.display()),
         )
     })?;
-    let (tx, rx) = tokio::sync::mpsc::channel::<pb::UploadEvidenceRequest>(4);
-    let reader = std::thread::spawn(move || -> std::io::Result<()> {
-        let first = pb::UploadEvidenceRequest {
-            part: Some(pb::upload_evidence_request::Part::Header(header)),
-        };
-        if tx.blocking_send(first).is_err() {
-            return Ok(());
-        }
-        let mut buf = vec![0u8; UPLOAD_CHUNK];
-        loop {
-            let n = file.read(&mut buf)?;
-            if n == 0 {
-                return Ok(());
-            }
-            let chunk = pb::UploadEvidenceRequest {
-                part: Some(pb::upload_evidence_request::Part::Chunk(buf[..n].to_vec())),
-            };
-            if tx.blocking_send(chunk).is_err() {
-                return Ok(());
-            }
-        }
-    });
-    let result = r.block_on(
-        pb::evidence_client::EvidenceClient::new(r.channel())
-            .upload(tokio_stream::wrappers::ReceiverStream::new(rx)),
-    );
-    reader
-        .join()
-        .map_err(|_| anyhow::anyhow!("file reader panicked"))??;
-    result.map_err(|s| client::status_error(&s))?;
+    crate::domain_cmds::upload_file(r, header, file)?;
     Ok(())
 }
 

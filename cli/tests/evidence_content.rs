@@ -5,25 +5,11 @@
 //! `evidence get` exits 5 and writes nothing, and the log itself still
 //! opens (the records are intact; only the content is gone).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-fn docket() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_docket"));
-    for v in [
-        "DOCKET_DATA",
-        "DOCKET_SERVER",
-        "DOCKET_STORE",
-        "DOCKET_LOG",
-        "DOCKET_LOG_FORMAT",
-        "DOCKET_CONFIG",
-        "DOCKET_TRUSTED_KEY",
-        "DOCKET_JSON",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use support::{docket, text};
 
 fn run(data: &Path, args: &[&str]) -> Output {
     docket()
@@ -32,15 +18,6 @@ fn run(data: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn ok(out: &Output) {

@@ -5,28 +5,14 @@
 //! object per line and byte-identical embedded and through `docket serve`;
 //! an unknown type exits 2, an unknown task 4.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+use support::{docket, text};
 
 use serde_json::Value;
-
-fn docket() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_docket"));
-    for v in [
-        "DOCKET_DATA",
-        "DOCKET_SERVER",
-        "DOCKET_STORE",
-        "DOCKET_LOG",
-        "DOCKET_LOG_FORMAT",
-        "DOCKET_CONFIG",
-        "DOCKET_TRUSTED_KEY",
-        "DOCKET_JSON",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
 
 fn run(data: &Path, server: Option<&str>, args: &[&str]) -> Output {
     let mut c = docket();
@@ -35,15 +21,6 @@ fn run(data: &Path, server: Option<&str>, args: &[&str]) -> Output {
         c.arg("--server").arg(url);
     }
     c.args(args).output().unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn ok(out: &Output) -> &Output {

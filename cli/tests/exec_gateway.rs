@@ -9,34 +9,18 @@
 //! a gateway's record, never on the executor's own; a harness run that
 //! claims an approval passes only with a matching ledger grant.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use support::docket;
 
 use docket_verifier::execution::{
     TRUNCATION_KEEP, TRUNCATION_MARKER, evidence_hash_preimage, truncate_output,
 };
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
-
-fn docket() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_docket"));
-    for v in [
-        "DOCKET_DATA",
-        "DOCKET_SERVER",
-        "DOCKET_STORE",
-        "DOCKET_LOG",
-        "DOCKET_LOG_FORMAT",
-        "DOCKET_CONFIG",
-        "DOCKET_TRUSTED_KEY",
-        "DOCKET_PASSPHRASE",
-        "DOCKET_PASSPHRASE_FILE",
-        "DOCKET_JSON",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
 
 fn show(out: &Output) -> String {
     format!(

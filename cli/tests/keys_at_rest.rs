@@ -4,27 +4,11 @@
 //! right passphrase and refused without it or with a wrong one; a key file
 //! that group or others may read is refused with the fix.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-
-fn docket() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_docket"));
-    for v in [
-        "DOCKET_DATA",
-        "DOCKET_SERVER",
-        "DOCKET_STORE",
-        "DOCKET_LOG",
-        "DOCKET_LOG_FORMAT",
-        "DOCKET_CONFIG",
-        "DOCKET_TRUSTED_KEY",
-        "DOCKET_PASSPHRASE",
-        "DOCKET_PASSPHRASE_FILE",
-        "DOCKET_JSON",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
+use support::docket;
 
 fn show(out: &Output) -> String {
     format!(

@@ -2,25 +2,11 @@
 //! operator's experience that needs no reading of the code"): shell
 //! completions, man pages, structured logs, the verdict `submit` reports.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod support;
 
-fn docket() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_docket"));
-    // The caller's environment must not change what these tests see.
-    for v in [
-        "DOCKET_DATA",
-        "DOCKET_SERVER",
-        "DOCKET_STORE",
-        "DOCKET_LOG",
-        "DOCKET_LOG_FORMAT",
-        "DOCKET_CONFIG",
-        "DOCKET_TRUSTED_KEY",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
+use std::path::Path;
+use std::process::Output;
+use support::docket;
 
 fn ok(out: &Output) {
     assert!(

@@ -12,29 +12,13 @@
 //!   hashes, roots, notes, ULID evidence ids, state digests), which are
 //!   masked before comparing.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use support::docket;
 
 use serde_json::Value;
-
-fn docket() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_docket"));
-    for v in [
-        "DOCKET_DATA",
-        "DOCKET_SERVER",
-        "DOCKET_STORE",
-        "DOCKET_LOG",
-        "DOCKET_LOG_FORMAT",
-        "DOCKET_CONFIG",
-        "DOCKET_TRUSTED_KEY",
-        "DOCKET_PASSPHRASE",
-        "DOCKET_PASSPHRASE_FILE",
-        "DOCKET_JSON",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
 
 fn demo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("demo")

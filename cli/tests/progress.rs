@@ -2,22 +2,11 @@
 //! with `--json`); on a terminal, every frame fits on one line of the
 //! terminal's width and never shows a position past its length.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
-
-fn docket() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_docket"));
-    for v in [
-        "DOCKET_DATA",
-        "DOCKET_SERVER",
-        "DOCKET_JSON",
-        "DOCKET_LOG",
-        "DOCKET_CONFIG",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
+use support::docket;
 
 /// A ledger of `n` appended events plus an export bundle of it.
 fn ledger(root: &Path, n: usize) -> (std::path::PathBuf, std::path::PathBuf) {

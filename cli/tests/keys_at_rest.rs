@@ -8,7 +8,7 @@ mod support;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use support::docket;
+use support::{docket, listening_url};
 
 fn show(out: &Output) -> String {
     format!(
@@ -296,20 +296,6 @@ fn serve_loads_an_encrypted_ledger_key() {
     let _ = serve.kill();
     let _ = serve.wait();
     ok(&out);
-}
-
-fn listening_url(child: &mut std::process::Child) -> String {
-    use std::io::BufRead;
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = std::io::BufReader::new(stdout).lines();
-    let addr = loop {
-        let line = lines.next().expect("serve printed its address").unwrap();
-        if let Some(a) = line.strip_prefix("listening on ") {
-            break a.trim().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    format!("http://{addr}")
 }
 
 /// The encrypted format is the standard one: OpenSSL decrypts it with the

@@ -6,7 +6,7 @@ mod support;
 
 use std::path::Path;
 use std::process::Output;
-use support::docket;
+use support::{docket, listening_url};
 
 fn ok(out: &Output) {
     assert!(
@@ -180,21 +180,6 @@ fn submit_reports_the_verdict_of_the_submission_it_made() {
     let _ = serve.kill();
     let _ = serve.wait();
     result.unwrap();
-}
-
-/// Reads `listening on ADDR` from a `docket serve` child; keeps draining.
-fn listening_url(child: &mut std::process::Child) -> String {
-    use std::io::BufRead;
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = std::io::BufReader::new(stdout).lines();
-    let addr = loop {
-        let line = lines.next().expect("serve printed its address").unwrap();
-        if let Some(a) = line.strip_prefix("listening on ") {
-            break a.trim().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    format!("http://{addr}")
 }
 
 fn is_json(out: &Output) -> bool {

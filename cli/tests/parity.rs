@@ -16,7 +16,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use support::docket;
+use support::{docket, listening_url};
 
 use serde_json::Value;
 
@@ -54,23 +54,8 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn docket serve");
-        use std::io::BufRead;
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut lines = std::io::BufReader::new(stdout).lines();
-        let addr = loop {
-            let line = lines
-                .next()
-                .expect("serve printed its address")
-                .expect("utf-8");
-            if let Some(a) = line.strip_prefix("listening on ") {
-                break a.trim().to_string();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        Server {
-            child,
-            url: format!("http://{addr}"),
-        }
+        let url = listening_url(&mut child);
+        Server { child, url }
     }
 
     fn stop(mut self) {

@@ -30,3 +30,24 @@ pub fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Reads `listening on ADDR` from a `docket serve` child started with piped
+/// stdout, keeps draining its stdout (so it never blocks on a full pipe) and
+/// returns `http://ADDR`.
+pub fn listening_url(child: &mut std::process::Child) -> String {
+    use std::io::BufRead as _;
+    // Invariant: callers start the server with `Stdio::piped()` stdout.
+    let stdout = child.stdout.take().expect("serve's stdout is piped");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("serve printed its address")
+            .expect("serve's stdout is UTF-8");
+        if let Some(a) = line.strip_prefix("listening on ") {
+            break a.trim().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    format!("http://{addr}")
+}

@@ -573,14 +573,17 @@ pub fn verify_log<M: StateMachine>(
     options: VerifyOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(VerifyReport, M)> {
+    let full_range = options.as_of.is_none();
+    // The anchor before the length (see `open_check`: a store another node
+    // writes to moves both forward together).
+    let anchor_note = if full_range { store.anchor()? } else { None };
     let len = store.len()?;
     let end = options.as_of.map_or(len, |s| (s + 1).min(len));
     let mut findings = Findings::default();
-    let full_range = options.as_of.is_none();
 
     // The anchor: the latest checkpoint the ledger signed and served.
     let anchor = if full_range {
-        match store.anchor()? {
+        match anchor_note {
             None => {
                 findings.push(
                     FindingKind::Missing,
@@ -971,14 +974,18 @@ pub fn open_check<M: StateMachine>(
     trust: Trust<'_>,
     digests_from: Option<u64>,
 ) -> Result<Opened<M>> {
-    let len = store.len()?;
-    let mut findings = Findings::default();
+    // The anchor before the length: on a store another node writes to
+    // (PostgreSQL), both move forward together, so the length read after
+    // the anchor is never below it; read the other way round, a commit in
+    // between looks like missing events.
     let note = store.anchor()?.ok_or_else(|| {
         LogError::corrupt(
             "anchor",
             "the anchor (latest signed checkpoint) is missing; the log cannot be trusted",
         )
     })?;
+    let len = store.len()?;
+    let mut findings = Findings::default();
     let anchor: Checkpoint = checkpoint::open_note(&note, trust.checkpoints).map_err(|e| {
         LogError::corrupt(
             "anchor",

@@ -41,7 +41,8 @@
 //! * `DOCKET_BIN=PATH`: run another `docket` binary (a release build, an
 //!   older commit's) instead of building this workspace's.
 //!
-//! Needs FUSE (`/dev/fuse` and root to mount); prints `SKIPPED: …` and
+//! Needs FUSE (`/dev/fuse` and root to mount; `.ci/run` installs Debian's
+//! fuse3 and creates `/dev/fuse` when it can); prints `SKIPPED: …` and
 //! passes where that is missing.
 
 use std::collections::BTreeMap;

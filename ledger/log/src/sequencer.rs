@@ -208,6 +208,90 @@ fn missing_config(dir: &Path) -> LogError {
     }
 }
 
+/// What every open of a ledger directory establishes before it serves,
+/// sequencer or follower: the configuration, the ledger key (present and
+/// matching `ledger.json`), the open check over `store`
+/// ([`crate::verify::open_check`]) and the statement filter (the sealed one
+/// brought up to date, else rebuilt from the statement index with a
+/// warning).
+struct CheckedOpen<M> {
+    config: LogConfigFile,
+    ledger_key: SigningKey,
+    verifier: NoteVerifier,
+    opened: Opened<M>,
+    len: u64,
+    statement_filter: StatementFilter,
+}
+
+fn check_open<M: StateMachine>(dir: &Path, store: &dyn Store) -> Result<CheckedOpen<M>> {
+    let (config, _) = read_config(dir)?;
+    let key_path = dir.join("keys/ledger.key");
+    if !key_path.exists() {
+        return Err(LogError::corrupt(
+            "keys/ledger.key",
+            "the ledger key is missing from a data directory that holds a ledger",
+        ));
+    }
+    let ledger_key = keys::read_key_file(&key_path)?;
+    if hex::encode(ledger_key.verifying_key().to_bytes()) != config.ledger_public_key {
+        return Err(LogError::corrupt(
+            "keys/ledger.key",
+            "does not match ledger.json's ledger_public_key",
+        ));
+    }
+    let verifier = NoteVerifier::new(&config.origin, ledger_key.verifying_key())?;
+    let public = ledger_key.verifying_key();
+    let stored_len = store.len()?;
+    let persisted_filter = StatementFilter::load(store, &public, stored_len);
+    let opened: Opened<M> = crate::verify::open_check(
+        store,
+        Trust {
+            checkpoints: &verifier,
+            snapshots: &public,
+        },
+        persisted_filter.as_ref().map(|(_, seq)| *seq),
+    )?;
+    let len = opened.frontier.size();
+    for w in &opened.report.warnings {
+        tracing::warn!("{w}");
+    }
+    let statement_filter = match persisted_filter {
+        Some((filter, _)) => {
+            for d in &opened.digests {
+                filter.insert(d);
+            }
+            filter
+        }
+        None => {
+            // A derived file missing, stale or refused: rebuild it from
+            // the statement index (one scan), and say so when it was
+            // there but failed its check.
+            if store.snapshot(StatementFilter::SNAPSHOT)?.is_some() {
+                tracing::warn!(
+                    "snapshot {} failed its check (edited, foreign or stale); rebuilding it from the log",
+                    StatementFilter::SNAPSHOT
+                );
+            } else {
+                tracing::warn!(
+                    "snapshot {} is missing; rebuilding it from the log",
+                    StatementFilter::SNAPSHOT
+                );
+            }
+            let filter = StatementFilter::for_len(len);
+            store.for_each_statement(&mut |d| filter.insert(&d))?;
+            filter
+        }
+    };
+    Ok(CheckedOpen {
+        config,
+        ledger_key,
+        verifier,
+        opened,
+        len,
+        statement_filter,
+    })
+}
+
 /// Reads `DIR/ledger.json`: the origin and the ledger's public key, the
 /// trust anchor for checkpoints and snapshots. Needs no private key.
 pub fn read_config(dir: &Path) -> Result<(LogConfigFile, NoteVerifier)> {
@@ -364,72 +448,14 @@ impl<M: StateMachine> Log<M> {
         store: Arc<dyn Store>,
         options: LogOptions,
     ) -> Result<Log<M>> {
-        let config_path = dir.join("ledger.json");
-        let config: LogConfigFile = match std::fs::read(&config_path) {
-            Ok(b) => serde_json::from_slice(&b)
-                .map_err(|e| LogError::corrupt(config_path.display().to_string(), e.to_string()))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(missing_config(dir));
-            }
-            Err(e) => return Err(LogError::io(config_path, e)),
-        };
-        let key_path = dir.join("keys/ledger.key");
-        if !key_path.exists() {
-            return Err(LogError::corrupt(
-                "keys/ledger.key",
-                "the ledger key is missing from a data directory that holds a ledger",
-            ));
-        }
-        let ledger_key = keys::read_key_file(&key_path)?;
-        if hex::encode(ledger_key.verifying_key().to_bytes()) != config.ledger_public_key {
-            return Err(LogError::corrupt(
-                "keys/ledger.key",
-                "does not match ledger.json's ledger_public_key",
-            ));
-        }
-        let verifier = NoteVerifier::new(&config.origin, ledger_key.verifying_key())?;
-        let public = ledger_key.verifying_key();
-        let stored_len = store.len()?;
-        let persisted_filter = StatementFilter::load(store.as_ref(), &public, stored_len);
-        let opened: Opened<M> = crate::verify::open_check(
-            store.as_ref(),
-            Trust {
-                checkpoints: &verifier,
-                snapshots: &public,
-            },
-            persisted_filter.as_ref().map(|(_, seq)| *seq),
-        )?;
-        let len = opened.frontier.size();
-        for w in &opened.report.warnings {
-            tracing::warn!("{w}");
-        }
-        let statement_filter = match persisted_filter {
-            Some((filter, _)) => {
-                for d in &opened.digests {
-                    filter.insert(d);
-                }
-                filter
-            }
-            None => {
-                // A derived file missing, stale or refused: rebuild it from
-                // the statement index (one scan), and say so when it was
-                // there but failed its check.
-                if store.snapshot(StatementFilter::SNAPSHOT)?.is_some() {
-                    tracing::warn!(
-                        "snapshot {} failed its check (edited, foreign or stale); rebuilding it from the log",
-                        StatementFilter::SNAPSHOT
-                    );
-                } else {
-                    tracing::warn!(
-                        "snapshot {} is missing; rebuilding it from the log",
-                        StatementFilter::SNAPSHOT
-                    );
-                }
-                let filter = StatementFilter::for_len(len);
-                store.for_each_statement(&mut |d| filter.insert(&d))?;
-                filter
-            }
-        };
+        let CheckedOpen {
+            config,
+            ledger_key,
+            verifier,
+            opened,
+            len,
+            statement_filter,
+        } = check_open::<M>(dir, store.as_ref())?;
         let (tx, rx) = mpsc::sync_channel::<Request>(options.queue_depth);
         let inner = Arc::new(Inner {
             dir: dir.to_path_buf(),

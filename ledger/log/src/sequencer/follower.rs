@@ -29,14 +29,13 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use super::{
-    Committer, Handle, Inner, Log, LogOptions, Metrics, RecentDigests, Request, Sequenced,
-    StatementFilter, Syncer, Verified, lock, read_config, run_scrub, sign_checkpoint, verify_stage,
+    CheckedOpen, Committer, Handle, Inner, Log, LogOptions, Metrics, RecentDigests, Request,
+    Sequenced, Syncer, Verified, check_open, lock, run_scrub, sign_checkpoint, verify_stage,
     write_snapshots,
 };
 use crate::checkpoint::{self, NoteVerifier};
 use crate::error::{LogError, Result};
 use crate::event::Event;
-use crate::keys;
 use crate::machine::StateMachine;
 use crate::merkle::{self, Frontier, Hash};
 use crate::store::{CommitBatch, Store};
@@ -101,48 +100,19 @@ impl<M: StateMachine> Log<M> {
         options: LogOptions,
         election: Option<Box<dyn Election>>,
     ) -> Result<Log<M>> {
-        let (config, _) = read_config(dir).map_err(|e| match e {
+        let CheckedOpen {
+            config,
+            ledger_key,
+            verifier: _,
+            opened,
+            len,
+            statement_filter,
+        } = check_open::<M>(dir, store.as_ref()).map_err(|e| match e {
             LogError::NotFound { .. } => LogError::NotFound {
                 what: format!("a ledger in {} (run `docket init`)", dir.display()),
             },
             other => other,
         })?;
-        let ledger_key = keys::read_key_file(&dir.join("keys/ledger.key"))?;
-        if hex::encode(ledger_key.verifying_key().to_bytes()) != config.ledger_public_key {
-            return Err(LogError::corrupt(
-                "keys/ledger.key",
-                "does not match ledger.json's ledger_public_key",
-            ));
-        }
-        let verifier = NoteVerifier::new(&config.origin, ledger_key.verifying_key())?;
-        let public = ledger_key.verifying_key();
-        let stored_len = store.len()?;
-        let persisted_filter = StatementFilter::load(store.as_ref(), &public, stored_len);
-        let opened: Opened<M> = crate::verify::open_check(
-            store.as_ref(),
-            Trust {
-                checkpoints: &verifier,
-                snapshots: &public,
-            },
-            persisted_filter.as_ref().map(|(_, seq)| *seq),
-        )?;
-        let len = opened.frontier.size();
-        for w in &opened.report.warnings {
-            tracing::warn!("{w}");
-        }
-        let statement_filter = match persisted_filter {
-            Some((filter, _)) => {
-                for d in &opened.digests {
-                    filter.insert(d);
-                }
-                filter
-            }
-            None => {
-                let filter = StatementFilter::for_len(len);
-                store.for_each_statement(&mut |d| filter.insert(&d))?;
-                filter
-            }
-        };
         let inner = Arc::new(Inner {
             dir: dir.to_path_buf(),
             store,

@@ -632,3 +632,108 @@ fn given_a_reopened_log_when_proofs_are_asked_while_the_merkle_cache_loads_then_
     }
     log.close().unwrap();
 }
+
+/// A store another node commits to while it is being opened: the first of
+/// `len`/`anchor` to be asked sees the log before that commit (`before`
+/// events, anchored at `before`), every later read sees it after.
+struct CommittedMeanwhile {
+    inner: SledStore,
+    before: u64,
+    asked: std::sync::atomic::AtomicBool,
+}
+
+impl CommittedMeanwhile {
+    /// Whether this read is the first one (and so sees the older log).
+    fn first_read(&self) -> bool {
+        !self.asked.swap(true, std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl docket_log::merkle::NodeSource for CommittedMeanwhile {
+    fn node(
+        &self,
+        level: u8,
+        index: u64,
+    ) -> Result<docket_log::merkle::Hash, docket_log::merkle::MerkleError> {
+        self.inner.node(level, index)
+    }
+}
+
+impl Store for CommittedMeanwhile {
+    fn commit(&self, batch: &docket_log::store::CommitBatch) -> docket_log::Result<()> {
+        self.inner.commit(batch)
+    }
+    fn len(&self) -> docket_log::Result<u64> {
+        if self.first_read() {
+            return Ok(self.before);
+        }
+        self.inner.len()
+    }
+    fn event_bytes(&self, seq: u64) -> docket_log::Result<Option<Vec<u8>>> {
+        self.inner.event_bytes(seq)
+    }
+    fn event_range(&self, from: u64, to: u64) -> docket_log::Result<Vec<(u64, Vec<u8>)>> {
+        self.inner.event_range(from, to)
+    }
+    fn statement_seq(&self, digest: &[u8; 32]) -> docket_log::Result<Option<u64>> {
+        self.inner.statement_seq(digest)
+    }
+    fn for_each_statement(&self, f: &mut dyn FnMut([u8; 32])) -> docket_log::Result<()> {
+        self.inner.for_each_statement(f)
+    }
+    fn checkpoint(&self, size: Option<u64>) -> docket_log::Result<Option<(u64, String)>> {
+        self.inner.checkpoint(size)
+    }
+    fn put_snapshot(&self, name: &str, bytes: &[u8]) -> docket_log::Result<()> {
+        self.inner.put_snapshot(name, bytes)
+    }
+    fn snapshot(&self, name: &str) -> docket_log::Result<Option<Vec<u8>>> {
+        self.inner.snapshot(name)
+    }
+    fn anchor(&self) -> docket_log::Result<Option<String>> {
+        if self.first_read() {
+            return Ok(self
+                .inner
+                .checkpoint(Some(self.before))?
+                .map(|(_, note)| note));
+        }
+        self.inner.anchor()
+    }
+    fn put_anchor(&self, note: &str) -> docket_log::Result<()> {
+        self.inner.put_anchor(note)
+    }
+}
+
+#[test]
+fn given_a_commit_between_the_opens_reads_when_opened_then_no_events_look_missing() {
+    // Given a log whose last commits land while a node opens it (a shared
+    // store such as PostgreSQL: events and anchor move forward together),
+    let dir = tempfile::tempdir().unwrap();
+    let key = author(1);
+    let log = create(dir.path());
+    for i in 0..20 {
+        log.append(set(&format!("k{i}"), "v", &key)).unwrap();
+    }
+    let len = log.len();
+    log.close().unwrap();
+    drop(log);
+    let (_, verifier) = docket_log::sequencer::read_config(dir.path()).unwrap();
+    let store = CommittedMeanwhile {
+        inner: SledStore::open(dir.path()).unwrap(),
+        before: len - 5,
+        asked: std::sync::atomic::AtomicBool::new(false),
+    };
+    assert!(store.inner.checkpoint(Some(len - 5)).unwrap().is_some());
+    // when the open check runs, then it sees no hole: it reads the anchor
+    // (the older one) before the length (the newer one), never the reverse.
+    let opened = docket_log::verify::open_check::<Registers>(
+        &store,
+        Trust {
+            checkpoints: &verifier,
+            snapshots: &verifier.key,
+        },
+        None,
+    )
+    .unwrap_or_else(|e| panic!("a commit between two reads is not damage: {e}"));
+    assert_eq!(opened.frontier.size(), len);
+}

@@ -156,6 +156,19 @@ pub struct OidRegistry {
 }
 
 impl OidRegistry {
+    /// Refuses (`AlreadyExists`, naming the registering event) an OID a
+    /// statement would mint when the registry already holds it.
+    pub fn ensure_unminted(&self, oid: &str) -> Result<()> {
+        match self.oids.get(oid) {
+            Some(r) => Err(LedgerError::AlreadyExists {
+                what: format!("OID {oid} (registered at seq {})", r.registered_seq),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl OidRegistry {
     pub const NAME: &'static str = "oids";
 
     /// The record of `oid`; `NotFound` naming it.
@@ -358,13 +371,7 @@ pub fn admit_evidence(
     p: &EvidenceRegistered,
 ) -> Result<()> {
     tasks.task(&p.task_id)?;
-    let minted = of_statement(stmt, ctx.recorded_at_ms);
-    if let Some(r) = oids.oids.get(&minted) {
-        return Err(LedgerError::AlreadyExists {
-            what: format!("OID {minted} (registered at seq {})", r.registered_seq),
-        });
-    }
-    Ok(())
+    oids.ensure_unminted(&of_statement(stmt, ctx.recorded_at_ms))
 }
 
 /// Folds `evidence.registered`: the task gains the OID and its author as a

@@ -435,12 +435,7 @@ pub fn admit_imported(
     judged(task, p.submission_seq)?;
     let d = stmt.digest();
     for i in 0..p.files().count() as u64 {
-        let oid = imported_oid(ctx.recorded_at_ms, &d, i);
-        if let Some(r) = oids.oids.get(&oid) {
-            return Err(LedgerError::AlreadyExists {
-                what: format!("OID {oid} (registered at seq {})", r.registered_seq),
-            });
-        }
+        oids.ensure_unminted(&imported_oid(ctx.recorded_at_ms, &d, i))?;
     }
     Ok(())
 }

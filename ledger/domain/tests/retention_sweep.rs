@@ -308,8 +308,18 @@ fn fresh_uploads_of_removed_content_get_a_grace_period() {
     env.evidence("patch.diff", content, None);
     env.sweep(env.later(31));
     assert!(!env.blob_present(content));
-    // The same content is uploaded again (a registration in flight).
-    std::thread::sleep(std::time::Duration::from_millis(5));
+    // The same content is uploaded again (a registration in flight), after
+    // the removal by the ledger's clock and by the file system's (whose
+    // timestamps are coarse, and the ledger's time can run a few ms ahead).
+    let removed_at = env.docket.ledger().state().last_recorded_at_ms;
+    while std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        <= u128::from(removed_at) + 20
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     env.docket.put_blob(&content[..], None, None).unwrap();
     let r = env.docket.reconcile_blobs(15 * 60 * 1000).unwrap();
     assert_eq!(r.deferred.len(), 1);

@@ -25,9 +25,10 @@ pub mod sequencer;
 pub mod signature;
 pub mod snapshot;
 pub mod store;
+pub mod tiles;
 pub mod verify;
 
 pub use error::{LogError, Result};
 pub use event::{Event, Statement};
 pub use machine::{AdmitContext, StateMachine};
-pub use sequencer::{Log, LogOptions, Receipt};
+pub use sequencer::{Layout, Log, LogOptions, Receipt};

@@ -55,6 +55,9 @@ pub struct LogOptions {
     /// Re-read, in the background after open, the events the open check
     /// did not (all but the tail); damage found is a fail-stop.
     pub background_scrub: bool,
+    /// The on-disk layout of a ledger this creates (an existing ledger
+    /// opens with whichever layout it has).
+    pub layout: Layout,
 }
 
 impl Default for LogOptions {
@@ -64,8 +67,50 @@ impl Default for LogOptions {
             queue_depth: 4096,
             snapshot_every: 100_000,
             background_scrub: true,
+            layout: Layout::default(),
         }
     }
+}
+
+/// The embedded store layouts a data directory can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Layout {
+    /// C2SP tlog-tiles on plain files ([`crate::tiles::TileStore`],
+    /// `DIR/tiles/`).
+    #[default]
+    Tiles,
+    /// One sled tree ([`SledStore`], `DIR/log/`).
+    Sled,
+}
+
+impl Layout {
+    /// The layout of the ledger under `dir`: tiles when `DIR/tiles/`
+    /// exists, else sled.
+    pub fn of(dir: &Path) -> Layout {
+        if crate::tiles::TileStore::exists(dir) {
+            Layout::Tiles
+        } else {
+            Layout::Sled
+        }
+    }
+
+    /// Creates an empty store of this layout under `dir`.
+    pub fn create_store(self, dir: &Path) -> Result<Arc<dyn Store>> {
+        Ok(match self {
+            Layout::Tiles => Arc::new(crate::tiles::TileStore::create(dir)?),
+            Layout::Sled => Arc::new(SledStore::create(dir)?),
+        })
+    }
+}
+
+/// Opens the embedded store of the ledger under `dir`, whichever layout it
+/// has; a store that does not open is reported as corruption naming it.
+pub fn open_local_store(dir: &Path) -> Result<Arc<dyn Store>> {
+    Ok(match Layout::of(dir) {
+        Layout::Tiles => Arc::new(crate::tiles::TileStore::open(dir)?),
+        Layout::Sled => Arc::new(open_sled_guarded(dir)?),
+    })
 }
 
 /// What `init` and `open` read from `DIR/ledger.json`.
@@ -315,9 +360,9 @@ pub fn read_config(dir: &Path) -> Result<(LogConfigFile, NoteVerifier)> {
 /// of a data directory): no sequencer, no open-time refusal, so that every
 /// finding can be reported. sled can panic on a damaged file; that is
 /// reported as corruption of `log/`, never as a crash.
-pub fn open_store_for_verification(dir: &Path) -> Result<(SledStore, NoteVerifier)> {
+pub fn open_store_for_verification(dir: &Path) -> Result<(Arc<dyn Store>, NoteVerifier)> {
     let (_, verifier) = read_config(dir)?;
-    Ok((open_sled_guarded(dir)?, verifier))
+    Ok((open_local_store(dir)?, verifier))
 }
 
 /// [`SledStore::open`], with a panic inside sled turned into
@@ -376,7 +421,11 @@ impl<M: StateMachine> Log<M> {
     /// presence marks a complete ledger). Every new name is fsynced into its
     /// directory before this returns. Refuses to touch an existing ledger.
     pub fn create(dir: &Path, origin: Option<&str>, options: LogOptions) -> Result<Log<M>> {
-        if exists(dir) || dir.join("log").exists() || dir.join("anchor").exists() {
+        if exists(dir)
+            || dir.join("log").exists()
+            || dir.join("tiles").exists()
+            || dir.join("anchor").exists()
+        {
             return Err(LogError::AlreadyExists {
                 what: "a ledger in the data directory".into(),
             });
@@ -395,7 +444,7 @@ impl<M: StateMachine> Log<M> {
         }
         .validate()?;
         keys::write_key_file(&dir.join("keys/ledger.key"), &ledger_key)?;
-        let store = Arc::new(SledStore::create(dir)?);
+        let store = options.layout.create_store(dir)?;
         let empty = Checkpoint {
             origin: origin.clone(),
             size: 0,
@@ -438,7 +487,7 @@ impl<M: StateMachine> Log<M> {
                 what: "a ledger in the data directory (run `docket init`)".into(),
             });
         }
-        let store = Arc::new(open_sled_guarded(dir)?);
+        let store = open_local_store(dir)?;
         Self::open_with_store(dir, store, options)
     }
 

@@ -722,7 +722,7 @@ impl Anchor {
     pub const SLOT: usize = 4096;
     const MAGIC: &'static [u8; 8] = b"DKTANCH1";
 
-    fn create(path: &Path) -> Result<()> {
+    pub(crate) fn create(path: &Path) -> Result<()> {
         let mut f = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -733,7 +733,7 @@ impl Anchor {
             .map_err(|e| LogError::io(path, e))
     }
 
-    fn open(path: &Path) -> Result<Self> {
+    pub(crate) fn open(path: &Path) -> Result<Self> {
         let file = match fs::OpenOptions::new().read(true).write(true).open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -787,12 +787,12 @@ impl Anchor {
         String::from_utf8(note.to_vec()).ok()
     }
 
-    fn read(&self) -> Result<Option<String>> {
+    pub(crate) fn read(&self) -> Result<Option<String>> {
         let slots = self.slots()?;
         Ok(newest_slot(&slots).and_then(|i| slots[i].clone()))
     }
 
-    fn write(&self, note: &str) -> Result<()> {
+    pub(crate) fn write(&self, note: &str) -> Result<()> {
         use sha2::Digest as _;
         use std::os::unix::fs::FileExt as _;
         if 44 + note.len() > Self::SLOT {
@@ -881,4 +881,56 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| LogError::io(dir, e))
+}
+
+impl<S: NodeSource + ?Sized + Send + Sync> NodeSource for Arc<S> {
+    fn node(&self, level: u8, index: u64) -> Result<Hash, MerkleError> {
+        (**self).node(level, index)
+    }
+}
+
+/// A shared store is a store (the opened layout is chosen at run time).
+impl<S: Store + ?Sized> Store for Arc<S> {
+    fn commit(&self, batch: &CommitBatch) -> Result<()> {
+        (**self).commit(batch)
+    }
+    fn len(&self) -> Result<u64> {
+        (**self).len()
+    }
+    fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>> {
+        (**self).event_bytes(seq)
+    }
+    fn event_range(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>> {
+        (**self).event_range(from, to)
+    }
+    fn statement_seq(&self, digest: &Hash) -> Result<Option<u64>> {
+        (**self).statement_seq(digest)
+    }
+    fn for_each_statement(&self, f: &mut dyn FnMut(Hash)) -> Result<()> {
+        (**self).for_each_statement(f)
+    }
+    fn leaf_hashes(&self, from: u64, to: u64) -> Result<Vec<(u64, Hash)>> {
+        (**self).leaf_hashes(from, to)
+    }
+    fn checkpoint(&self, size: Option<u64>) -> Result<Option<(u64, String)>> {
+        (**self).checkpoint(size)
+    }
+    fn checkpoints(&self, from: u64, to: u64) -> Result<Vec<(u64, String)>> {
+        (**self).checkpoints(from, to)
+    }
+    fn put_checkpoints(&self, checkpoints: &[(u64, String)]) -> Result<()> {
+        (**self).put_checkpoints(checkpoints)
+    }
+    fn put_snapshot(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        (**self).put_snapshot(name, bytes)
+    }
+    fn snapshot(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        (**self).snapshot(name)
+    }
+    fn anchor(&self) -> Result<Option<String>> {
+        (**self).anchor()
+    }
+    fn put_anchor(&self, note: &str) -> Result<()> {
+        (**self).put_anchor(note)
+    }
 }

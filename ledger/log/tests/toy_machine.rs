@@ -6,9 +6,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use docket_log::Layout;
 use docket_log::event::Statement;
 use docket_log::machine::{AdmitContext, StateMachine};
 use docket_log::store::{SledStore, Store};
+use docket_log::tiles;
 use docket_log::verify::{FindingKind, Trust, VerifyOptions, verify_log};
 use docket_log::{Event, Log, LogError, LogOptions};
 use ed25519_dalek::SigningKey;
@@ -97,6 +99,77 @@ fn set(name: &str, value: &str, key: &SigningKey) -> Statement {
 
 fn create(dir: &Path) -> ToyLog {
     ToyLog::create(dir, Some("toy.example/log"), LogOptions::default()).unwrap()
+}
+
+fn create_with(dir: &Path, layout: Layout) -> ToyLog {
+    let options = LogOptions {
+        layout,
+        ..LogOptions::default()
+    };
+    ToyLog::create(dir, Some("toy.example/log"), options).unwrap()
+}
+
+const LAYOUTS: [Layout; 2] = [Layout::Tiles, Layout::Sled];
+
+/// Damage done to a closed ledger's store behind its back, for either
+/// layout (the byte formats are those of docs/FORMAT.md).
+mod tamper {
+    use super::*;
+
+    /// Where entry `seq` lies in its bundle file: (path, offset of its
+    /// bytes, length).
+    fn locate(dir: &Path, seq: u64) -> (std::path::PathBuf, usize, usize) {
+        let rel = tiles::bundle_path(seq / tiles::TILE_WIDTH);
+        let full = dir.join("tiles").join(&rel);
+        let path = if full.exists() {
+            full
+        } else {
+            dir.join("tiles").join(format!("{rel}.part"))
+        };
+        let bytes = std::fs::read(&path).unwrap();
+        let mut at = 0;
+        for _ in 0..seq % tiles::TILE_WIDTH {
+            at += 2 + usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
+        }
+        let len = usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
+        (path, at + 2, len)
+    }
+
+    /// Removes events `from..` (the log's tail) from the store.
+    pub fn cut_tail(dir: &Path, from: u64) {
+        if Layout::of(dir) == Layout::Sled {
+            let store = SledStore::open(dir).unwrap();
+            for seq in from..store.len().unwrap() {
+                let mut k = vec![b'e'];
+                k.extend_from_slice(&seq.to_be_bytes());
+                store.raw_tree().remove(k).unwrap();
+            }
+            store.sync().unwrap();
+            return;
+        }
+        let (path, at, _) = locate(dir, from);
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len((at - 2) as u64).unwrap();
+    }
+
+    /// Flips one bit of event `seq`'s payload (70 bytes from its end).
+    pub fn flip(dir: &Path, seq: u64) {
+        if Layout::of(dir) == Layout::Sled {
+            let store = SledStore::open(dir).unwrap();
+            let mut bytes = store.event_bytes(seq).unwrap().unwrap();
+            let n = bytes.len();
+            bytes[n - 70] ^= 1;
+            let mut k = vec![b'e'];
+            k.extend_from_slice(&seq.to_be_bytes());
+            store.raw_tree().insert(k, bytes).unwrap();
+            store.sync().unwrap();
+            return;
+        }
+        let (path, at, len) = locate(dir, seq);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[at + len - 70] ^= 1;
+        std::fs::write(&path, bytes).unwrap();
+    }
 }
 
 fn open(dir: &Path) -> docket_log::Result<ToyLog> {
@@ -224,93 +297,74 @@ fn given_a_tampered_snapshot_when_opened_then_it_is_rebuilt_from_the_log() {
 
 #[test]
 fn given_a_snapshot_from_a_longer_log_when_opened_then_it_is_log_damage() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = create(dir.path());
-    let a = author(1);
-    for i in 0..10 {
-        log.append(set("x", &i.to_string(), &a)).unwrap();
-    }
-    log.close().unwrap();
-    drop(log);
-    // Cut the last four events out of the store, and the anchor with them
-    // (as if both were lost): the snapshots still say 10.
-    let snapshots: Vec<(String, Vec<u8>)> = ["values", "count"]
-        .iter()
-        .map(|n| {
-            let p = dir.path().join(format!("snapshots/{n}.snap"));
-            (p.display().to_string(), std::fs::read(p).unwrap())
-        })
-        .collect();
-    {
-        let store = SledStore::open(dir.path()).unwrap();
-        for seq in 6..10u64 {
-            let mut k = vec![b'e'];
-            k.extend_from_slice(&seq.to_be_bytes());
-            store.raw_tree().remove(k).unwrap();
+    for layout in LAYOUTS {
+        let dir = tempfile::tempdir().unwrap();
+        let log = create_with(dir.path(), layout);
+        let a = author(1);
+        for i in 0..10 {
+            log.append(set("x", &i.to_string(), &a)).unwrap();
         }
-        store.sync().unwrap();
+        log.close().unwrap();
+        drop(log);
+        // Cut the last four events out of the store, and the anchor with them
+        // (as if both were lost): the snapshots still say 10.
+        let snapshots: Vec<(String, Vec<u8>)> = ["values", "count"]
+            .iter()
+            .map(|n| {
+                let p = dir.path().join(format!("snapshots/{n}.snap"));
+                (p.display().to_string(), std::fs::read(p).unwrap())
+            })
+            .collect();
+        tamper::cut_tail(dir.path(), 6);
+        for (p, b) in snapshots {
+            std::fs::write(p, b).unwrap();
+        }
+        let err = open(dir.path()).unwrap_err();
+        assert!(matches!(err, LogError::Corrupt { .. }), "{layout:?}: {err}");
+        assert!(err.to_string().contains("event 6"), "{layout:?}: {err}");
     }
-    for (p, b) in snapshots {
-        std::fs::write(p, b).unwrap();
-    }
-    let err = open(dir.path()).unwrap_err();
-    assert!(matches!(err, LogError::Corrupt { .. }), "{err}");
-    assert!(err.to_string().contains("event 6"), "{err}");
 }
 
 #[test]
 fn given_a_truncated_log_when_opened_then_it_is_refused_naming_where() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = create(dir.path());
-    let a = author(1);
-    for i in 0..20 {
-        log.append(set("x", &i.to_string(), &a)).unwrap();
-    }
-    log.close().unwrap();
-    drop(log);
-    std::fs::remove_dir_all(dir.path().join("snapshots")).unwrap();
-    std::fs::create_dir(dir.path().join("snapshots")).unwrap();
-    {
-        let store = SledStore::open(dir.path()).unwrap();
-        for seq in 15..20u64 {
-            let mut k = vec![b'e'];
-            k.extend_from_slice(&seq.to_be_bytes());
-            store.raw_tree().remove(k).unwrap();
+    for layout in LAYOUTS {
+        let dir = tempfile::tempdir().unwrap();
+        let log = create_with(dir.path(), layout);
+        let a = author(1);
+        for i in 0..20 {
+            log.append(set("x", &i.to_string(), &a)).unwrap();
         }
-        store.sync().unwrap();
+        log.close().unwrap();
+        drop(log);
+        std::fs::remove_dir_all(dir.path().join("snapshots")).unwrap();
+        std::fs::create_dir(dir.path().join("snapshots")).unwrap();
+        tamper::cut_tail(dir.path(), 15);
+        let err = open(dir.path()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("event 15"), "{layout:?}: {msg}");
+        assert!(msg.contains("20"), "says what was expected: {msg}");
+        // The verifier reports the same.
+        let report = verify(dir.path());
+        assert_eq!(report.exit_code(), 5);
+        assert_eq!(report.first_damage().unwrap().seq, Some(15), "{report:?}");
     }
-    let err = open(dir.path()).unwrap_err();
-    let msg = err.to_string();
-    assert!(msg.contains("event 15"), "{msg}");
-    assert!(msg.contains("20"), "says what was expected: {msg}");
-    // The verifier reports the same.
-    let report = verify(dir.path());
-    assert_eq!(report.exit_code(), 5);
-    assert_eq!(report.first_damage().unwrap().seq, Some(15), "{report:?}");
 }
 
 #[test]
 fn given_a_rewritten_event_when_opened_then_it_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = create(dir.path());
-    let a = author(1);
-    for i in 0..20 {
-        log.append(set("x", &i.to_string(), &a)).unwrap();
+    for layout in LAYOUTS {
+        let dir = tempfile::tempdir().unwrap();
+        let log = create_with(dir.path(), layout);
+        let a = author(1);
+        for i in 0..20 {
+            log.append(set("x", &i.to_string(), &a)).unwrap();
+        }
+        log.close().unwrap();
+        drop(log);
+        tamper::flip(dir.path(), 7);
+        let err = open(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("event 7"), "{layout:?}: {err}");
     }
-    log.close().unwrap();
-    drop(log);
-    {
-        let store = SledStore::open(dir.path()).unwrap();
-        let mut bytes = store.event_bytes(7).unwrap().unwrap();
-        let n = bytes.len();
-        bytes[n - 70] ^= 1;
-        let mut k = vec![b'e'];
-        k.extend_from_slice(&7u64.to_be_bytes());
-        store.raw_tree().insert(k, bytes).unwrap();
-        store.sync().unwrap();
-    }
-    let err = open(dir.path()).unwrap_err();
-    assert!(err.to_string().contains("event 7"), "{err}");
 }
 
 #[test]
@@ -407,7 +461,7 @@ proptest! {
 /// A store that fails every commit once `broken` is set (a full disk, an
 /// I/O error), delegating everything else to sled.
 struct BreakableStore {
-    inner: SledStore,
+    inner: std::sync::Arc<dyn Store>,
     broken: std::sync::atomic::AtomicBool,
 }
 
@@ -468,7 +522,7 @@ fn given_a_storage_error_when_appending_then_the_log_fails_stop_showing_only_com
     let dir = tempfile::tempdir().unwrap();
     create(dir.path()).close().unwrap();
     let store = std::sync::Arc::new(BreakableStore {
-        inner: SledStore::open(dir.path()).unwrap(),
+        inner: docket_log::sequencer::open_local_store(dir.path()).unwrap(),
         broken: std::sync::atomic::AtomicBool::new(false),
     });
     let log = ToyLog::open_with_store(dir.path(), store.clone(), LogOptions::default()).unwrap();
@@ -511,51 +565,44 @@ fn given_a_storage_error_when_appending_then_the_log_fails_stop_showing_only_com
 
 #[test]
 fn given_old_damage_beyond_the_open_tail_when_opened_then_the_background_check_fails_stop() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = create(dir.path());
-    let a = author(1);
-    let n = docket_log::verify::OPEN_TAIL + 904;
-    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
-        let batch = chunk
-            .iter()
-            .map(|i| set(&format!("r{}", i % 13), &i.to_string(), &a))
-            .collect();
-        for r in log.append_many(batch).unwrap() {
-            r.unwrap();
+    for layout in LAYOUTS {
+        let dir = tempfile::tempdir().unwrap();
+        let log = create_with(dir.path(), layout);
+        let a = author(1);
+        let n = docket_log::verify::OPEN_TAIL + 904;
+        for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
+            let batch = chunk
+                .iter()
+                .map(|i| set(&format!("r{}", i % 13), &i.to_string(), &a))
+                .collect();
+            for r in log.append_many(batch).unwrap() {
+                r.unwrap();
+            }
         }
+        log.close().unwrap();
+        drop(log);
+        // Given event 100 rewritten in the store (far before the open's tail).
+        tamper::flip(dir.path(), 100);
+        // When the ledger opens (the tail is intact, so the open itself passes),
+        // then the background check finds the damage, names it and fails stop.
+        let log = open(dir.path()).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while log.failure().is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let why = log
+            .failure()
+            .expect("the background check reported the damage");
+        assert!(why.contains("seq 100"), "{why}");
+        assert!(matches!(
+            log.append(set("x", "1", &a)),
+            Err(LogError::Closed(_))
+        ));
+        // And the full verifier agrees.
+        drop(log);
+        let report = verify(dir.path());
+        assert_eq!(report.first_damage().unwrap().seq, Some(100), "{layout:?}");
     }
-    log.close().unwrap();
-    drop(log);
-    // Given event 100 rewritten in the store (far before the open's tail).
-    {
-        let store = SledStore::open(dir.path()).unwrap();
-        let mut bytes = store.event_bytes(100).unwrap().unwrap();
-        let last = bytes.len() - 70;
-        bytes[last] ^= 1;
-        let mut k = vec![b'e'];
-        k.extend_from_slice(&100u64.to_be_bytes());
-        store.raw_tree().insert(k, bytes).unwrap();
-        store.sync().unwrap();
-    }
-    // When the ledger opens (the tail is intact, so the open itself passes),
-    // then the background check finds the damage, names it and fails stop.
-    let log = open(dir.path()).unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while log.failure().is_none() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let why = log
-        .failure()
-        .expect("the background check reported the damage");
-    assert!(why.contains("seq 100"), "{why}");
-    assert!(matches!(
-        log.append(set("x", "1", &a)),
-        Err(LogError::Closed(_))
-    ));
-    // And the full verifier agrees.
-    drop(log);
-    let report = verify(dir.path());
-    assert_eq!(report.first_damage().unwrap().seq, Some(100));
 }
 
 #[test]
@@ -637,7 +684,7 @@ fn given_a_reopened_log_when_proofs_are_asked_while_the_merkle_cache_loads_then_
 /// `len`/`anchor` to be asked sees the log before that commit (`before`
 /// events, anchored at `before`), every later read sees it after.
 struct CommittedMeanwhile {
-    inner: SledStore,
+    inner: std::sync::Arc<dyn Store>,
     before: u64,
     asked: std::sync::atomic::AtomicBool,
 }
@@ -719,7 +766,7 @@ fn given_a_commit_between_the_opens_reads_when_opened_then_no_events_look_missin
     drop(log);
     let (_, verifier) = docket_log::sequencer::read_config(dir.path()).unwrap();
     let store = CommittedMeanwhile {
-        inner: SledStore::open(dir.path()).unwrap(),
+        inner: docket_log::sequencer::open_local_store(dir.path()).unwrap(),
         before: len - 5,
         asked: std::sync::atomic::AtomicBool::new(false),
     };

@@ -232,7 +232,8 @@ pub fn dir_to_postgres<M: StateMachine>(
     Ok((target, copy, report))
 }
 
-/// Copies the ledger in the database at `url` into a new sled store in
+/// Copies the ledger in the database at `url` into a new local store (the
+/// default layout) in
 /// `dir` and verifies the copy by replay. `dir` must hold no store yet;
 /// its `ledger.json` is written from the database when missing (the
 /// ledger key is not in the database: copy `keys/ledger.key` from a node).
@@ -256,9 +257,9 @@ pub fn postgres_to_dir<M: StateMachine>(
             .into());
         }
     }
-    let target = docket_log::store::SledStore::create(dir)?;
-    let copy = copy_ledger::<M>(&source, &target, &verifier, progress)?;
-    let report = verify_copy::<M>(&target, &verifier, copy.events, &copy.root)?;
+    let target = docket_log::Layout::default().create_store(dir)?;
+    let copy = copy_ledger::<M>(&source, target.as_ref(), &verifier, progress)?;
+    let report = verify_copy::<M>(target.as_ref(), &verifier, copy.events, &copy.root)?;
     if !config_path.exists() {
         let config = docket_log::sequencer::LogConfigFile {
             origin: meta.origin,
@@ -276,7 +277,8 @@ const FRESH_MAX_EVENTS: u64 = 16;
 
 /// Moves a ledger just created in `dir` (by `docket init`: a handful of
 /// events) into the empty database at `url`: copies and verifies it, then
-/// removes the sled store from `dir` (`log/`, `anchor`, `snapshots/`), so
+/// removes the local store from `dir` (`tiles/` or `log/`, `anchor`,
+/// `snapshots/`), so
 /// that `dir` keeps only what every node needs locally — `ledger.json` and
 /// `keys/`. Refuses a directory that holds more than a fresh ledger (use
 /// [`dir_to_postgres`], which leaves the directory alone).
@@ -296,9 +298,11 @@ pub fn move_fresh_ledger<M: StateMachine>(
     }
     // sled releases its file lock a moment after the store is dropped.
     let (store, _, _) = retry_locked(|| dir_to_postgres::<M>(dir, url, &mut |_, _| {}))?;
-    for name in ["log", "snapshots"] {
+    for name in ["log", "tiles", "snapshots"] {
         let p = dir.join(name);
-        std::fs::remove_dir_all(&p).map_err(|e| LogError::io(&p, e))?;
+        if p.exists() {
+            std::fs::remove_dir_all(&p).map_err(|e| LogError::io(&p, e))?;
+        }
     }
     let anchor = dir.join("anchor");
     std::fs::remove_file(&anchor).map_err(|e| LogError::io(&anchor, e))?;

@@ -284,7 +284,7 @@ fn a_rewritten_event_is_refused_naming_where() {
 }
 
 /// The writer process of [`a_writer_killed_mid_commit_loses_nothing_acknowledged`]:
-/// runs only when `DOCKET_CRASH_CHILD` names a backend (`sled DIR` or
+/// runs only when `DOCKET_CRASH_CHILD` names a backend (`sled DIR`, `tiles DIR` or
 /// `postgres DIR URL`); prints `ack SEQ LEAF` after each acknowledged
 /// append, from 4 threads, until killed.
 #[test]
@@ -333,6 +333,7 @@ fn a_writer_killed_mid_commit_loses_nothing_acknowledged() {
         b.create().close().unwrap();
         let spec = match b.kind {
             Kind::Sled => format!("sled {}", b.path().display()),
+            Kind::Tiles => format!("tiles {}", b.path().display()),
             Kind::Postgres => format!("postgres {} {}", b.path().display(), b.url()),
         };
         for round in 0..3 {

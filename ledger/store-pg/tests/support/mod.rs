@@ -11,7 +11,8 @@ use std::sync::Arc;
 use docket_log::event::Statement;
 use docket_log::machine::{AdmitContext, StateMachine};
 use docket_log::store::{SledStore, Store};
-use docket_log::{Event, Log, LogError, LogOptions};
+use docket_log::tiles::{self, TileStore};
+use docket_log::{Event, Layout, Log, LogError, LogOptions};
 use docket_store_pg::scratch::ScratchPostgres;
 use docket_store_pg::{LedgerMeta, NodeOptions, PgStore, Role};
 use ed25519_dalek::SigningKey;
@@ -108,6 +109,7 @@ pub fn postgres() -> Option<&'static ScratchPostgres> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Sled,
+    Tiles,
     Postgres,
 }
 
@@ -122,11 +124,18 @@ pub struct Backend {
 /// Every backend available here: sled always, PostgreSQL when a server
 /// can be started (else `SKIPPED` is printed for it).
 pub fn backends() -> Vec<Backend> {
-    let mut out = vec![Backend {
-        kind: Kind::Sled,
-        dir: tempfile::tempdir().expect("temp dir"),
-        url: None,
-    }];
+    let mut out = vec![
+        Backend {
+            kind: Kind::Sled,
+            dir: tempfile::tempdir().expect("temp dir"),
+            url: None,
+        },
+        Backend {
+            kind: Kind::Tiles,
+            dir: tempfile::tempdir().expect("temp dir"),
+            url: None,
+        },
+    ];
     if let Some(pg) = postgres() {
         out.push(Backend {
             kind: Kind::Postgres,
@@ -139,6 +148,14 @@ pub fn backends() -> Vec<Backend> {
 
 pub fn opts() -> LogOptions {
     LogOptions::default()
+}
+
+/// Options creating a ledger of `layout`.
+pub fn opts_for(layout: Layout) -> LogOptions {
+    LogOptions {
+        layout,
+        ..LogOptions::default()
+    }
 }
 
 impl Backend {
@@ -155,6 +172,7 @@ impl Backend {
     pub fn raw_store(&self) -> Arc<dyn Store> {
         match self.kind {
             Kind::Sled => Arc::new(SledStore::create(self.path()).expect("sled store")),
+            Kind::Tiles => Arc::new(TileStore::create(self.path()).expect("tile store")),
             Kind::Postgres => {
                 let store = PgStore::create(
                     self.url(),
@@ -173,9 +191,14 @@ impl Backend {
     /// A new toy ledger on this backend (on PostgreSQL: created in the
     /// directory, then moved into the database, as `docket init --store`).
     pub fn create(&self) -> ToyLog {
-        let log = ToyLog::create(self.path(), Some("toy.example/log"), opts()).expect("create");
+        let layout = match self.kind {
+            Kind::Sled => Layout::Sled,
+            Kind::Tiles | Kind::Postgres => Layout::Tiles,
+        };
+        let log =
+            ToyLog::create(self.path(), Some("toy.example/log"), opts_for(layout)).expect("create");
         match self.kind {
-            Kind::Sled => log,
+            Kind::Sled | Kind::Tiles => log,
             Kind::Postgres => {
                 log.close().expect("close");
                 drop(log);
@@ -192,7 +215,7 @@ impl Backend {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
             let r = match self.kind {
-                Kind::Sled => ToyLog::open(self.path(), opts()),
+                Kind::Sled | Kind::Tiles => ToyLog::open(self.path(), opts()),
                 Kind::Postgres => {
                     let store = Arc::new(PgStore::open(self.url())?);
                     let log = docket_store_pg::open_node::<Registers>(
@@ -228,9 +251,15 @@ impl Backend {
         }
     }
 
-    /// Deletes event `seq` from the store (the ledger is closed).
+    /// Deletes event `seq` from the store (the ledger is closed). In a tile
+    /// bundle, which holds its events in order, the ones after it go too.
     pub fn delete_event(&self, seq: u64) {
         match self.kind {
+            Kind::Tiles => {
+                let (path, at, _) = self.locate_entry(seq);
+                let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+                f.set_len((at - 2) as u64).expect("cut the bundle");
+            }
             Kind::Sled => {
                 let store = SledStore::open(self.path()).expect("open sled");
                 let mut k = vec![b'e'];
@@ -245,9 +274,34 @@ impl Backend {
         }
     }
 
+    /// Where event `seq` lies in its tile bundle: (file, offset of its
+    /// bytes, length), per docs/FORMAT.md.
+    fn locate_entry(&self, seq: u64) -> (std::path::PathBuf, usize, usize) {
+        let rel = tiles::bundle_path(seq / tiles::TILE_WIDTH);
+        let full = self.path().join("tiles").join(&rel);
+        let path = if full.exists() {
+            full
+        } else {
+            self.path().join("tiles").join(format!("{rel}.part"))
+        };
+        let bytes = std::fs::read(&path).expect("bundle");
+        let mut at = 0;
+        for _ in 0..seq % tiles::TILE_WIDTH {
+            at += 2 + usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
+        }
+        let len = usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
+        (path, at + 2, len)
+    }
+
     /// Flips one payload bit of event `seq` in the store (closed ledger).
     pub fn rewrite_event(&self, seq: u64) {
         match self.kind {
+            Kind::Tiles => {
+                let (path, at, len) = self.locate_entry(seq);
+                let mut bytes = std::fs::read(&path).expect("bundle");
+                bytes[at + len - 70] ^= 1;
+                std::fs::write(&path, bytes).expect("rewrite");
+            }
             Kind::Sled => {
                 let store = SledStore::open(self.path()).expect("open sled");
                 let mut bytes = store.event_bytes(seq).unwrap().expect("event");

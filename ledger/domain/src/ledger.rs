@@ -34,7 +34,16 @@ pub struct InitOutcome {
 /// genesis event. Everything is durable when this returns (every file and
 /// every new name fsynced). Refuses to touch an existing ledger.
 pub fn init(dir: &Path, origin: Option<&str>) -> Result<(Ledger, InitOutcome)> {
-    let ledger = Ledger::create(dir, origin, LedgerOptions::default())?;
+    init_with(dir, origin, LedgerOptions::default())
+}
+
+/// [`init`] with options (the store layout among them).
+pub fn init_with(
+    dir: &Path,
+    origin: Option<&str>,
+    options: LedgerOptions,
+) -> Result<(Ledger, InitOutcome)> {
+    let ledger = Ledger::create(dir, origin, options)?;
     let admin_key = keys::generate()?;
     let admin_key_path = dir.join("keys/admin.key");
     keys::write_key_file(&admin_key_path, &admin_key)?;

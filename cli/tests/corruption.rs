@@ -69,6 +69,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use docket_domain::merkle::{self, Hash};
 use docket_domain::{Ledger, LedgerOptions, Statement, keys, snapshot};
+use docket_log::Layout;
 
 /// Events appended after genesis.
 const EVENTS: u64 = 300;
@@ -87,9 +88,10 @@ const BIG_LEN: usize = 100_000;
 /// Default seed of the random offsets.
 const SEED: u64 = 0x5eed_c0de_2024_0007;
 /// Places a refusal may name (lower case), besides "event N" / "events N..".
-const LOCATIONS: [&str; 7] = [
+const LOCATIONS: [&str; 8] = [
     "anchor",
     "log/",
+    "tiles/",
     "snapshots/",
     "snapshot ",
     "merkle",
@@ -115,6 +117,9 @@ impl Rng {
 /// Everything the cases are derived from, built once.
 struct Fixture {
     _root: tempfile::TempDir,
+    /// The store's directory in the data directory: `log` (sled) or
+    /// `tiles`.
+    store: &'static str,
     /// The pristine data directory (closed).
     pristine: PathBuf,
     /// The whole data directory when `COPY_AFTER` appends were acknowledged.
@@ -200,7 +205,11 @@ fn files_under(base: &Path, dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn build_fixture() -> Fixture {
+fn build_fixture(layout: Layout) -> Fixture {
+    let options = || LedgerOptions {
+        layout,
+        ..LedgerOptions::default()
+    };
     let root = tempfile::tempdir().expect("temp dir");
     let pristine = root.path().join("pristine");
     let earlier = root.path().join("earlier");
@@ -208,7 +217,8 @@ fn build_fixture() -> Fixture {
     let scratch = root.path().join("cases");
     fs::create_dir_all(&scratch).expect("scratch dir");
 
-    let (ledger, info) = docket_domain::ledger::init(&pristine, None).expect("init");
+    let (ledger, info) =
+        docket_domain::ledger::init_with(&pristine, None, options()).expect("init");
     let admin = keys::read_key_file(&info.admin_key_path).expect("admin key");
     let mut acked = vec![(0, ledger.leaf_hash(0).expect("genesis leaf"))];
     append(&ledger, &admin, 0, SNAPSHOT_AFTER, &mut acked);
@@ -218,14 +228,15 @@ fn build_fixture() -> Fixture {
     ledger.close().expect("close");
     drop(ledger);
     copy_dir(&pristine, &earlier);
-    let ledger = Ledger::open(&pristine, LedgerOptions::default()).expect("reopen");
+    let ledger = Ledger::open(&pristine, options()).expect("reopen");
     append(&ledger, &admin, COPY_AFTER, EVENTS, &mut acked);
     ledger.close().expect("close");
     drop(ledger);
 
     // Another ledger, longer than ours: its anchor is authentic, but not ours.
     let foreign = root.path().join("foreign");
-    let (other, info) = docket_domain::ledger::init(&foreign, None).expect("init foreign");
+    let (other, info) =
+        docket_domain::ledger::init_with(&foreign, None, options()).expect("init foreign");
     let other_admin = keys::read_key_file(&info.admin_key_path).expect("foreign admin key");
     let statements = (0..EVENTS + 50)
         .map(|n| {
@@ -243,6 +254,10 @@ fn build_fixture() -> Fixture {
     drop(other);
 
     Fixture {
+        store: match layout {
+            Layout::Sled => "log",
+            _ => "tiles",
+        },
         pristine,
         earlier,
         old_snapshots,
@@ -492,17 +507,18 @@ fn truncation_lengths(len: u64, rng: &mut Rng) -> Vec<u64> {
 fn cases(fx: &Fixture, rng: &mut Rng) -> Vec<Case> {
     use Expect::*;
     let mut out = Vec::new();
-    let log_files = files_under(&fx.pristine, &fx.pristine.join("log"));
+    let store = fx.store;
+    let main_file = Path::new(match store {
+        "log" => "log/db",
+        _ => "tiles/commits",
+    });
+    let log_files = files_under(&fx.pristine, &fx.pristine.join(store));
     let file_len = |rel: &Path| fs::metadata(fx.pristine.join(rel)).expect("stat").len();
 
     // 1. One byte flipped at ~12 offsets of every file under log/ (12 more
     // in the live half of the main file).
     for rel in &log_files {
-        let tail_random = if rel.as_path() == Path::new("log/db") {
-            12
-        } else {
-            0
-        };
+        let tail_random = if rel.as_path() == main_file { 12 } else { 0 };
         for offset in flip_offsets(file_len(rel), tail_random, rng) {
             let r = rel.clone();
             out.push(Case::new(
@@ -661,18 +677,18 @@ fn cases(fx: &Fixture, rng: &mut Rng) -> Vec<Case> {
     let earlier_len = (COPY_AFTER + 1).to_string();
     out.push(
         Case::new(
-            "log/ of 151 events under the anchor of 301",
+            format!("{store}/ of 151 events under the anchor of 301"),
             Refused,
-            |dir, fx| replace_dir(&dir.join("log"), &fx.earlier.join("log")),
+            move |dir, fx| replace_dir(&dir.join(store), &fx.earlier.join(store)),
         )
         .mentions(&["missing", &earlier_len]),
     );
     out.push(
         Case::new(
-            "log/ and snapshots/ of 151 events under the anchor of 301",
+            format!("{store}/ and snapshots/ of 151 events under the anchor of 301"),
             Refused,
-            |dir, fx| {
-                replace_dir(&dir.join("log"), &fx.earlier.join("log"));
+            move |dir, fx| {
+                replace_dir(&dir.join(store), &fx.earlier.join(store));
                 replace_dir(&dir.join("snapshots"), &fx.earlier.join("snapshots"));
             },
         )
@@ -708,16 +724,19 @@ fn cases(fx: &Fixture, rng: &mut Rng) -> Vec<Case> {
                 .mentions(&["ledger.key"]),
         );
     }
+    let store_dir = format!("{store}/");
     out.push(
-        Case::new("delete log/", Refused, |dir, _| remove(&dir.join("log"))).mentions(&["log/"]),
+        Case::new(format!("delete {store}/"), Refused, move |dir, _| {
+            remove(&dir.join(store))
+        })
+        .mentions(&[&store_dir]),
     );
-    out.push(Case::new("delete log/db", Refused, |dir, _| {
-        remove(&dir.join("log/db"));
-    }));
-    for rel in log_files
-        .iter()
-        .filter(|r| r.as_path() != Path::new("log/db"))
-    {
+    out.push(Case::new(
+        format!("delete {}", main_file.display()),
+        Refused,
+        move |dir, _| remove(&dir.join(main_file)),
+    ));
+    for rel in log_files.iter().filter(|r| r.as_path() != main_file) {
         let r = rel.clone();
         out.push(Case::new(
             format!("delete {}", rel.display()),
@@ -1021,13 +1040,22 @@ fn run_case(case: &Case, fx: &Fixture, index: usize) -> Row {
 }
 
 #[test]
-fn given_any_damage_when_opening_then_refused_naming_where_or_every_acknowledged_event_intact() {
+fn given_any_damage_to_a_sled_ledger_when_opening_then_refused_naming_where_or_intact() {
+    damage_matrix(Layout::Sled);
+}
+
+#[test]
+fn given_any_damage_to_a_tile_ledger_when_opening_then_refused_naming_where_or_intact() {
+    damage_matrix(Layout::Tiles);
+}
+
+fn damage_matrix(layout: Layout) {
     let started = std::time::Instant::now();
     let seed = std::env::var("DOCKET_CORRUPTION_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(SEED);
-    let fx = build_fixture();
+    let fx = build_fixture(layout);
     let built = started.elapsed();
     let mut rng = Rng(seed | 1);
     let mut all = cases(&fx, &mut rng);

@@ -107,6 +107,12 @@ impl Layout {
 /// Opens the embedded store of the ledger under `dir`, whichever layout it
 /// has; a store that does not open is reported as corruption naming it.
 pub fn open_local_store(dir: &Path) -> Result<Arc<dyn Store>> {
+    if !dir.join("tiles").exists() && !dir.join("log").exists() {
+        return Err(LogError::corrupt(
+            "tiles/",
+            "the store is missing from the data directory (tiles/, or log/ for a sled ledger)",
+        ));
+    }
     Ok(match Layout::of(dir) {
         Layout::Tiles => Arc::new(crate::tiles::TileStore::open(dir)?),
         Layout::Sled => Arc::new(open_sled_guarded(dir)?),

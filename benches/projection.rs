@@ -21,6 +21,7 @@ use docket_domain::keys::Role;
 use docket_domain::projection::GenesisPayload;
 use docket_domain::state::{AdmitContext, LedgerState};
 use docket_domain::store::{CommitBatch, SledStore, Store};
+use docket_domain::{Kind, Payload};
 use ed25519_dalek::SigningKey;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -267,22 +268,35 @@ fn bench(c: &mut Criterion) {
         }
         decode_rate = decode_rate.max(n as f64 / start.elapsed().as_secs_f64());
     }
-    // Per-kind fold cost (decoded events), to see where the time goes.
-    let mut per_kind: std::collections::BTreeMap<&str, (u64, Duration)> =
+    // Per-kind cost of the two halves of `apply` (decoded events): the
+    // payload decode (schema checks included) and the fold, to see where
+    // the time goes.
+    let mut per_kind: std::collections::BTreeMap<&str, (u64, Duration, Duration, usize)> =
         std::collections::BTreeMap::new();
     let mut state = LedgerState::default();
     for e in &events {
         let t = Instant::now();
-        state.apply(e).expect("fold");
-        let d = t.elapsed();
+        let kind = Kind::parse(&e.kind).expect("kind");
+        let payload = Payload::decode(&kind, &e.payload).expect("decode");
+        let decoded = t.elapsed();
+        let t = Instant::now();
+        payload.fold(&mut state, e).expect("fold");
+        let folded = t.elapsed();
+        state.applied = e.seq + 1;
+        state.last_recorded_at_ms = e.recorded_at_ms;
         let entry = per_kind.entry(e.kind.as_str()).or_default();
         entry.0 += 1;
-        entry.1 += d;
+        entry.1 += decoded;
+        entry.2 += folded;
+        entry.3 += e.payload.len();
     }
-    for (kind, (count, d)) in &per_kind {
+    for (kind, (count, decoded, folded, bytes)) in &per_kind {
+        let per = |d: &Duration| d.as_nanos() as f64 / *count as f64;
         println!(
-            "  fold {kind:<22} {count:>7} events {:>8.0} ns/event",
-            d.as_nanos() as f64 / *count as f64
+            "  {kind:<22} {count:>7} events {:>6} B/event: decode {:>7.0} ns, fold {:>7.0} ns",
+            bytes / *count as usize,
+            per(decoded),
+            per(folded),
         );
     }
     for (what, rate) in [

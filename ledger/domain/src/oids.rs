@@ -29,8 +29,8 @@ use crate::event::{Event, Statement};
 use crate::kind::names;
 use crate::merkle::Hash;
 use crate::schema::{
-    Fields, Hex32, MAX_LABEL, RETENTION_CLASSES, classes, decode_checked, finish, is_artifact_name,
-    is_media_type, is_sha256_hex, json_object, ms_to_rfc3339,
+    Fields, Hex32, MAX_LABEL, RETENTION_CLASSES, classes, decode_checked, direct, finish,
+    is_artifact_name, is_media_type, is_sha256_hex, is_text, json_object, ms_to_rfc3339,
 };
 use crate::tasks::{TaskState, VerdictsProjection};
 use docket_log::machine::AdmitContext;
@@ -71,10 +71,39 @@ pub fn of_statement(stmt: &Statement, recorded_at_ms: u64) -> String {
     mint(recorded_at_ms, &stmt.digest())
 }
 
+/// Crockford base-32, the ULID alphabet (upper case, no I, L, O, U), as a
+/// byte → member table.
+const OID_ALPHABET: [bool; 256] = {
+    let mut table = [false; 256];
+    let alphabet = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    let mut i = 0;
+    while i < alphabet.len() {
+        table[alphabet[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// Whether `s` is a well-formed OID (26 Crockford base-32 characters, upper
-/// case as minted).
+/// case as minted): exactly the strings a ULID prints, that is 26 alphabet
+/// characters the first of which is at most `7` (128 bits).
 pub fn is_oid(s: &str) -> bool {
-    s.len() == 26 && Ulid::from_string(s).is_ok_and(|u| u.to_string() == s)
+    let b = s.as_bytes();
+    b.len() == 26 && b[0] <= b'7' && b.iter().all(|c| OID_ALPHABET[usize::from(*c)])
+}
+
+/// Whether `oids` are well-formed and distinct: what [`read_oid_field`]
+/// accepts without a violation.
+pub(crate) fn are_distinct_oids(oids: &[String]) -> bool {
+    if !oids.iter().all(|o| is_oid(o)) {
+        return false;
+    }
+    if oids.len() <= 32 {
+        oids.iter().enumerate().all(|(i, o)| !oids[..i].contains(o))
+    } else {
+        let mut seen = BTreeSet::new();
+        oids.iter().all(|o| seen.insert(o.as_str()))
+    }
 }
 
 /// The ledger time (Unix ms) encoded in an OID.
@@ -305,6 +334,25 @@ pub struct EvidenceRegistered {
 /// Validates an `evidence.registered` payload (every violation listed) and
 /// decodes it.
 pub fn decode_evidence(payload: &[u8]) -> Result<EvidenceRegistered> {
+    // Fast path: the typed struct refuses unknown fields and wrong types;
+    // the value checks are those of `decode_evidence_checked`.
+    if let Some(p) = direct::<EvidenceRegistered>(payload)
+        && is_text(&p.task_id, MAX_LABEL)
+        && p.evidence_type.parse::<EvidenceType>().is_ok()
+        && is_sha256_hex(&p.sha256)
+        && is_media_type(&p.media_type)
+        && p.retention_class
+            .as_deref()
+            .is_none_or(|c| RETENTION_CLASSES.contains(&c))
+        && p.name.as_deref().is_none_or(is_artifact_name)
+    {
+        return Ok(p);
+    }
+    decode_evidence_checked(payload)
+}
+
+/// [`decode_evidence`] through [`Fields`]: every violation named.
+fn decode_evidence_checked(payload: &[u8]) -> Result<EvidenceRegistered> {
     const WHAT: &str = names::EVIDENCE_REGISTERED;
     let map = json_object(WHAT, payload)?;
     let mut f = Fields::new(&map);
@@ -461,6 +509,41 @@ mod tests {
         let r = h.finalize();
         let u = Ulid::from_string(&a).unwrap();
         assert_eq!(u.random().to_be_bytes()[6..], r[..10]);
+    }
+
+    /// `is_oid` is exactly "a ULID that prints as itself": every byte at
+    /// every position of a minted OID, and other lengths.
+    #[test]
+    fn is_oid_is_the_ulid_round_trip() {
+        let round_trip =
+            |s: &str| s.len() == 26 && Ulid::from_string(s).is_ok_and(|u| u.to_string() == s);
+        let minted = mint(1_770_647_400_000, &[7u8; 32]);
+        let mut tried = 0;
+        for base in [
+            minted.as_str(),
+            "7ZZZZZZZZZZZZZZZZZZZZZZZZZ",
+            "00000000000000000000000000",
+        ] {
+            for i in 0..26 {
+                for c in 0u8..128 {
+                    let mut b = base.as_bytes().to_vec();
+                    b[i] = c;
+                    let s = String::from_utf8(b).expect("ASCII");
+                    assert_eq!(is_oid(&s), round_trip(&s), "{s:?}");
+                    tried += 1;
+                }
+            }
+        }
+        assert!(tried > 9000);
+        for s in [
+            "",
+            "0",
+            &minted[..25],
+            &format!("{minted}0"),
+            "é0000000000000000000000000",
+        ] {
+            assert_eq!(is_oid(s), round_trip(s), "{s:?}");
+        }
     }
 
     #[test]

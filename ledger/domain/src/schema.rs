@@ -218,19 +218,13 @@ impl<'a> Fields<'a> {
     /// A non-empty string of at most `max` bytes without control characters.
     pub fn text(&mut self, key: &str, required: bool, max: usize) -> Option<&'a str> {
         let s = self.str(key, required)?;
-        if s.trim().is_empty() {
-            self.violate(key, "must not be empty");
-            return None;
+        match text_problem(s, max) {
+            None => Some(s),
+            Some(problem) => {
+                self.violate(key, problem);
+                None
+            }
         }
-        if s.len() > max {
-            self.violate(key, format!("longer than {max} bytes"));
-            return None;
-        }
-        if s.chars().any(char::is_control) {
-            self.violate(key, "must not contain control characters");
-            return None;
-        }
-        Some(s)
     }
 
     pub fn u64(&mut self, key: &str, required: bool) -> Option<u64> {
@@ -284,6 +278,49 @@ impl<'a> Fields<'a> {
             }
         }
     }
+}
+
+/// What is wrong with `s` as a text field (see [`Fields::text`]): empty,
+/// longer than `max` bytes, or holding a control character; None when it is
+/// valid.
+pub(crate) fn text_problem(s: &str, max: usize) -> Option<String> {
+    if s.trim().is_empty() {
+        Some("must not be empty".into())
+    } else if s.len() > max {
+        Some(format!("longer than {max} bytes"))
+    } else if s.chars().any(char::is_control) {
+        Some("must not contain control characters".into())
+    } else {
+        None
+    }
+}
+
+/// Whether `s` is a valid text field of at most `max` bytes
+/// ([`text_problem`] finds nothing).
+pub(crate) fn is_text(s: &str, max: usize) -> bool {
+    !s.trim().is_empty() && s.len() <= max && !s.chars().any(char::is_control)
+}
+
+/// The fast path of a payload decoder: deserializes `payload` straight into
+/// `T` (one pass over the bytes, no `serde_json::Value` tree), or None when
+/// the payload is not a JSON object or `T` refuses it.
+///
+/// The decoders use it only where `T` is at least as strict as their checked
+/// path ([`Fields`] over [`json_object`]), and run the same field checks on
+/// the typed result; on None or any failed check they run the checked path,
+/// which names every violation. So the fast path changes no decision and no
+/// error text, only the cost of a valid payload. (The object test matters:
+/// derived structs also accept JSON arrays; duplicate keys, which the
+/// checked path lets the last one win, make derived structs fail, and so
+/// take the checked path.)
+pub(crate) fn direct<T: serde::de::DeserializeOwned>(payload: &[u8]) -> Option<T> {
+    let first = payload
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
+    if *first != b'{' {
+        return None;
+    }
+    serde_json::from_slice(payload).ok()
 }
 
 /// Parses `payload` as a JSON object for [`Fields`]; a syntax error or a

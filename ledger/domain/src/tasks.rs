@@ -243,25 +243,55 @@ pub struct TaskState {
 
 /// Feeds the task-state digest preimage (docs/DOMAIN.md, "Verdict state
 /// digest"): big-endian fixed-width integers, strings as a u64 length and
-/// their UTF-8 bytes, options as a 0/1 byte then the value.
-struct Preimage(Sha256);
+/// their UTF-8 bytes, options as a 0/1 byte then the value. Writes go
+/// through a buffer on the stack, handed to the hasher when full (many
+/// small hasher updates cost more than the hashing; a heap buffer costs an
+/// allocation per digest).
+struct Preimage {
+    hasher: Sha256,
+    buf: [u8; 512],
+    len: usize,
+}
 
 impl Preimage {
+    fn new() -> Self {
+        Preimage {
+            hasher: Sha256::new(),
+            buf: [0; 512],
+            len: 0,
+        }
+    }
+    fn put(&mut self, bytes: &[u8]) {
+        if self.len + bytes.len() > self.buf.len() {
+            self.hasher.update(&self.buf[..self.len]);
+            self.len = 0;
+            if bytes.len() > self.buf.len() {
+                self.hasher.update(bytes);
+                return;
+            }
+        }
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+    fn finish(mut self) -> Digest32 {
+        self.hasher.update(&self.buf[..self.len]);
+        Hex32(self.hasher.finalize().into())
+    }
     fn u8(&mut self, v: u8) {
-        self.0.update([v]);
+        self.put(&[v]);
     }
     fn u64(&mut self, v: u64) {
-        self.0.update(v.to_be_bytes());
+        self.put(&v.to_be_bytes());
     }
     fn i64(&mut self, v: i64) {
-        self.0.update(v.to_be_bytes());
+        self.put(&v.to_be_bytes());
     }
     fn bytes32(&mut self, b: &Hex32) {
-        self.0.update(b.0);
+        self.put(&b.0);
     }
     fn str(&mut self, s: &str) {
         self.u64(s.len() as u64);
-        self.0.update(s.as_bytes());
+        self.put(s.as_bytes());
     }
     fn opt_str(&mut self, s: Option<&str>) {
         match s {
@@ -291,8 +321,8 @@ impl TaskState {
     /// submission sequence numbers, checks of the latest submission, current
     /// verdict and approvals, in the byte layout of docs/DOMAIN.md.
     pub fn digest(&self) -> Digest32 {
-        let mut p = Preimage(Sha256::new());
-        p.0.update(TASK_STATE_DIGEST_PREFIX);
+        let mut p = Preimage::new();
+        p.put(TASK_STATE_DIGEST_PREFIX);
         p.str(&self.task_id);
         p.bytes32(&self.contract.sha256);
         p.u8(match self.status {
@@ -363,7 +393,7 @@ impl TaskState {
             p.opt_str(a.note.as_deref());
             p.opt_str(a.reason.as_deref());
         }
-        Hex32(p.0.finalize().into())
+        p.finish()
     }
 
     /// The latest submission.

@@ -26,8 +26,10 @@ use serde_json::Value;
 use crate::error::{LedgerError, Result};
 use crate::event::{Event, Statement};
 use crate::kind::names;
-use crate::oids::{OidRegistry, OidState, read_oids};
-use crate::schema::{Fields, Hex32, MAX_LABEL, decode_checked, finish, is_check_name, json_object};
+use crate::oids::{OidRegistry, OidState, are_distinct_oids, read_oids};
+use crate::schema::{
+    Fields, Hex32, MAX_LABEL, decode_checked, direct, finish, is_check_name, is_text, json_object,
+};
 use crate::tasks::{
     CheckInfo, ExecutionInfo, SubmissionInfo, TaskState, VerdictInfo, VerdictStatus,
     VerdictsProjection,
@@ -39,6 +41,30 @@ fn merged<T>(parsed: &std::result::Result<T, Vec<docket_verifier::Violation>>) -
     match parsed {
         Ok(_) => Vec::new(),
         Err(vs) => vs.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// The fields Docket adds to seed documents, read straight from the
+/// payload for the decoders' fast path ([`direct`]; other fields are the
+/// seed schema's, which `docket-verifier` checks). Each is what [`Fields`]
+/// accepts: a missing or `null` field is None, a wrong type refuses the
+/// whole struct (and so takes the checked path).
+#[derive(Deserialize)]
+struct DocketFields {
+    task_id: Option<String>,
+    evidence_oids: Option<Vec<String>>,
+    touched_oids: Option<Vec<String>>,
+    submission_seq: Option<u64>,
+    /// An object, or the struct is refused (`Map` reads only objects).
+    engine: Option<serde_json::Map<String, Value>>,
+}
+
+/// An optional OID list that reads without a violation: the OIDs (none
+/// when absent); None when an entry is malformed or repeated.
+fn oids_or_empty(oids: Option<Vec<String>>) -> Option<Vec<String>> {
+    match oids {
+        None => Some(Vec::new()),
+        Some(o) => are_distinct_oids(&o).then_some(o),
     }
 }
 
@@ -99,6 +125,20 @@ pub struct ExecutionRecorded {
 pub fn decode_execution(payload: &[u8]) -> Result<ExecutionRecorded> {
     const WHAT: &str = names::EXECUTION_RECORDED;
     let parsed = ExecutionRecord::parse(payload);
+    // Fast path: a valid record whose Docket fields read without a
+    // violation (the checks below, typed).
+    if parsed.is_ok()
+        && let Some(d) = direct::<DocketFields>(payload)
+        && let Some(task_id) = d.task_id.filter(|t| is_text(t, MAX_LABEL))
+        && let Some(evidence_oids) = oids_or_empty(d.evidence_oids)
+        && let Ok(record) = parsed
+    {
+        return Ok(ExecutionRecorded {
+            task_id,
+            evidence_oids,
+            record,
+        });
+    }
     let mut violations = merged(&parsed);
     let map = json_object(WHAT, payload)?;
     let mut f = Fields::new(&map);
@@ -178,6 +218,20 @@ pub struct SubmissionReceived {
 pub fn decode_submission(payload: &[u8]) -> Result<SubmissionReceived> {
     const WHAT: &str = names::SUBMISSION_RECEIVED;
     let parsed = Submission::parse(payload);
+    // Fast path: a valid document whose Docket fields read without a
+    // violation (`evidence_oids` required, `touched_oids` optional).
+    if parsed.is_ok()
+        && let Some(d) = direct::<DocketFields>(payload)
+        && let Some(evidence_oids) = d.evidence_oids.filter(|o| are_distinct_oids(o))
+        && let Some(touched_oids) = oids_or_empty(d.touched_oids)
+        && let Ok(submission) = parsed
+    {
+        return Ok(SubmissionReceived {
+            submission,
+            evidence_oids,
+            touched_oids,
+        });
+    }
     let mut violations = merged(&parsed);
     let map = json_object(WHAT, payload)?;
     let mut f = Fields::new(&map);
@@ -323,6 +377,19 @@ pub struct CheckRecorded {
 
 /// Decodes `check.recorded` (every violation listed).
 pub fn decode_check(payload: &[u8]) -> Result<CheckRecorded> {
+    // Fast path: the typed struct refuses unknown fields and wrong types;
+    // the value checks are those of `decode_check_checked`.
+    if let Some(p) = direct::<CheckRecorded>(payload)
+        && is_text(&p.task_id, MAX_LABEL)
+        && is_check_name(&p.name)
+    {
+        return Ok(p);
+    }
+    decode_check_checked(payload)
+}
+
+/// [`decode_check`] through [`Fields`]: every violation named.
+fn decode_check_checked(payload: &[u8]) -> Result<CheckRecorded> {
     const WHAT: &str = names::CHECK_RECORDED;
     let map = json_object(WHAT, payload)?;
     let mut f = Fields::new(&map);
@@ -386,6 +453,26 @@ pub struct VerdictIssued {
 pub fn decode_verdict(payload: &[u8]) -> Result<VerdictIssued> {
     const WHAT: &str = names::VERDICT_ISSUED;
     let parsed = Verdict::parse(payload);
+    // Fast path: a valid document whose Docket fields read without a
+    // violation (`evidence_oids` is the document's, only checked here).
+    if parsed.is_ok()
+        && let Some(d) = direct::<DocketFields>(payload)
+        && d.evidence_oids.as_deref().is_none_or(are_distinct_oids)
+        && let Some(engine) = match &d.engine {
+            None => Some(None),
+            Some(obj) => match provenance::engine_object(obj) {
+                (Some(p), v) if v.is_empty() => Some(Some(p)),
+                _ => None,
+            },
+        }
+        && let Ok(verdict) = parsed
+    {
+        return Ok(VerdictIssued {
+            verdict,
+            submission_seq: d.submission_seq,
+            engine,
+        });
+    }
     let mut violations = merged(&parsed);
     let map = json_object(WHAT, payload)?;
     let mut f = Fields::new(&map);

@@ -163,6 +163,18 @@ pub(crate) fn read_engine(f: &mut Fields<'_>, required: bool) -> Option<Provenan
         f.violate("engine", "must be an object {name, version, rules_digest}");
         return None;
     };
+    let (engine, violations) = engine_object(obj);
+    for v in violations {
+        f.violations.push(format!("engine/{v}"));
+    }
+    engine
+}
+
+/// Reads and checks the fields of an `engine` object: the provenance when
+/// they are well formed, and every violation (relative to the object).
+pub(crate) fn engine_object(
+    obj: &serde_json::Map<String, serde_json::Value>,
+) -> (Option<Provenance>, Vec<String>) {
     let mut g = Fields::new(obj);
     g.only(&["name", "version", "rules_digest"]);
     let name = g.text("name", true, MAX_LABEL).map(str::to_string);
@@ -173,18 +185,15 @@ pub(crate) fn read_engine(f: &mut Fields<'_>, required: bool) -> Option<Provenan
     {
         g.violate("rules_digest", "must be 64 lower-case hex digits");
     }
-    let ok = g.violations.is_empty();
-    for v in g.violations {
-        f.violations.push(format!("engine/{v}"));
-    }
-    match (ok, name, version, digest) {
+    let engine = match (g.violations.is_empty(), name, version, digest) {
         (true, Some(name), Some(version), Some(rules_digest)) => Some(Provenance {
             name,
             version,
             rules_digest,
         }),
         _ => None,
-    }
+    };
+    (engine, g.violations)
 }
 
 #[cfg(test)]

@@ -4,14 +4,26 @@
 use std::process::Command;
 
 use docket_domain::store::{SledStore, Store};
-use docket_domain::{Statement, keys};
+use docket_domain::{LedgerOptions, Statement, keys};
+use docket_log::Layout;
+use docket_log::tiles::TileStore;
+
+const LAYOUTS: [Layout; 2] = [Layout::Tiles, Layout::Sled];
 
 fn docket() -> Command {
     Command::new(env!("CARGO_BIN_EXE_docket"))
 }
 
 fn ledger_with_events(dir: &std::path::Path, n: usize) {
-    let (ledger, info) = docket_domain::ledger::init(dir, None).unwrap();
+    ledger_of_layout(dir, n, Layout::default());
+}
+
+fn ledger_of_layout(dir: &std::path::Path, n: usize, layout: Layout) {
+    let options = LedgerOptions {
+        layout,
+        ..LedgerOptions::default()
+    };
+    let (ledger, info) = docket_domain::ledger::init_with(dir, None, options).unwrap();
     let admin = keys::read_key_file(&info.admin_key_path).unwrap();
     for i in 0..n {
         ledger
@@ -23,6 +35,45 @@ fn ledger_with_events(dir: &std::path::Path, n: usize) {
             .unwrap();
     }
     ledger.close().unwrap();
+}
+
+/// Flips bit 0 of byte `back` bytes before the end of event `seq`, in
+/// whichever store the closed ledger has.
+fn flip_event(dir: &std::path::Path, seq: u64, back: usize) {
+    if Layout::of(dir) == Layout::Tiles {
+        let (path, offset, len) = TileStore::locate_entry(dir, seq).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[offset as usize + len - back] ^= 0x01;
+        std::fs::write(&path, bytes).unwrap();
+        return;
+    }
+    let store = SledStore::open(dir).unwrap();
+    let mut bytes = store.event_bytes(seq).unwrap().unwrap();
+    let at = bytes.len() - back;
+    bytes[at] ^= 0x01;
+    let mut key = vec![b'e'];
+    key.extend_from_slice(&seq.to_be_bytes());
+    store.raw_tree().insert(key, bytes).unwrap();
+    store.sync().unwrap();
+}
+
+/// Deletes events `from..` from the closed ledger's store (a tile bundle
+/// holds its events in order: the rest of it goes too; sled loses `from`
+/// to `to` only).
+fn delete_events(dir: &std::path::Path, from: u64, to: u64) {
+    if Layout::of(dir) == Layout::Tiles {
+        let (path, offset, _) = TileStore::locate_entry(dir, from).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.set_len(offset - 2).unwrap();
+        return;
+    }
+    let store = SledStore::open(dir).unwrap();
+    for seq in from..to {
+        let mut key = vec![b'e'];
+        key.extend_from_slice(&seq.to_be_bytes());
+        store.raw_tree().remove(key).unwrap();
+    }
+    store.sync().unwrap();
 }
 
 fn replay_verify(dir: &std::path::Path) -> (i32, serde_json::Value) {
@@ -47,42 +98,31 @@ fn clean_ledger_verifies() {
 
 #[test]
 fn rewritten_event_is_found() {
-    let dir = tempfile::tempdir().unwrap();
-    ledger_with_events(dir.path(), 10);
-    {
-        let store = SledStore::open(dir.path()).unwrap();
-        let mut bytes = store.event_bytes(5).unwrap().unwrap();
-        let last = bytes.len() - 70; // inside the payload
-        bytes[last] ^= 0x01;
-        let mut key = vec![b'e'];
-        key.extend_from_slice(&5u64.to_be_bytes());
-        store.raw_tree().insert(key, bytes).unwrap();
-        store.sync().unwrap();
+    for layout in LAYOUTS {
+        let dir = tempfile::tempdir().unwrap();
+        ledger_of_layout(dir.path(), 10, layout);
+        flip_event(dir.path(), 5, 70); // inside the payload
+        let (code, v) = replay_verify(dir.path());
+        assert_eq!(code, 5, "{v}");
+        let findings = v["report"]["findings"].as_array().unwrap();
+        assert_eq!(findings[0]["seq"], 5, "{v}");
+        let kinds: Vec<&str> = findings.iter().filter_map(|f| f["kind"].as_str()).collect();
+        assert!(kinds.contains(&"signature"), "{kinds:?}");
+        assert!(kinds.contains(&"chain"), "{kinds:?}");
+        assert!(kinds.contains(&"root"), "{kinds:?}");
     }
-    let (code, v) = replay_verify(dir.path());
-    assert_eq!(code, 5, "{v}");
-    let findings = v["report"]["findings"].as_array().unwrap();
-    assert_eq!(findings[0]["seq"], 5, "{v}");
-    let kinds: Vec<&str> = findings.iter().filter_map(|f| f["kind"].as_str()).collect();
-    assert!(kinds.contains(&"signature"), "{kinds:?}");
-    assert!(kinds.contains(&"chain"), "{kinds:?}");
-    assert!(kinds.contains(&"root"), "{kinds:?}");
 }
 
 #[test]
 fn deleted_event_is_found() {
-    let dir = tempfile::tempdir().unwrap();
-    ledger_with_events(dir.path(), 10);
-    {
-        let store = SledStore::open(dir.path()).unwrap();
-        let mut key = vec![b'e'];
-        key.extend_from_slice(&4u64.to_be_bytes());
-        store.raw_tree().remove(key).unwrap();
-        store.sync().unwrap();
+    for layout in LAYOUTS {
+        let dir = tempfile::tempdir().unwrap();
+        ledger_of_layout(dir.path(), 10, layout);
+        delete_events(dir.path(), 4, 5);
+        let (code, v) = replay_verify(dir.path());
+        assert_eq!(code, 5, "{layout:?}: {v}");
+        assert_eq!(v["report"]["findings"][0]["seq"], 4, "{layout:?}: {v}");
     }
-    let (code, v) = replay_verify(dir.path());
-    assert_eq!(code, 5, "{v}");
-    assert_eq!(v["report"]["findings"][0]["seq"], 4, "{v}");
 }
 
 #[test]
@@ -157,62 +197,56 @@ fn deleted_snapshot_is_rebuilt_not_a_mismatch() {
 
 #[test]
 fn a_shortened_log_is_refused_and_its_provable_prefix_recovers() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("d");
-    ledger_with_events(&data, 30);
-    let ledger_key = keys::read_key_file(&data.join("keys/ledger.key")).unwrap();
-    let config: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(data.join("ledger.json")).unwrap()).unwrap();
-    let vkey = docket_log::checkpoint::verifier_key(
-        config["origin"].as_str().unwrap(),
-        &ledger_key.verifying_key(),
-    );
-    // Given the last events lost from the store (the anchor still says 31).
-    {
-        let store = SledStore::open(&data).unwrap();
-        for seq in 20..31u64 {
-            let mut key = vec![b'e'];
-            key.extend_from_slice(&seq.to_be_bytes());
-            store.raw_tree().remove(key).unwrap();
-        }
-        store.sync().unwrap();
+    for layout in LAYOUTS {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("d");
+        ledger_of_layout(&data, 30, layout);
+        let ledger_key = keys::read_key_file(&data.join("keys/ledger.key")).unwrap();
+        let config: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(data.join("ledger.json")).unwrap()).unwrap();
+        let vkey = docket_log::checkpoint::verifier_key(
+            config["origin"].as_str().unwrap(),
+            &ledger_key.verifying_key(),
+        );
+        // Given the last events lost from the store (the anchor still says 31).
+        delete_events(&data, 20, 31);
+        // When a command opens it: refused, exit 5, naming where.
+        let out = docket()
+            .arg("--data")
+            .arg(&data)
+            .args(["log", "show", "0"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(5));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("event 20") && err.contains("31"), "{err}");
+        // Then `docket recover` exports the provable prefix, which audits clean.
+        let bundle = dir.path().join("bundle");
+        let out = docket()
+            .args(["--json", "--data"])
+            .arg(&data)
+            .args(["recover", "--out"])
+            .arg(&bundle)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(5), "events were lost: {out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["plan"]["first_damage"], 20, "{v}");
+        let prefix = v["plan"]["prefix"].as_u64().unwrap();
+        assert!(prefix > 0 && prefix <= 20, "{v}");
+        let out = docket()
+            .args(["--json", "audit"])
+            .arg(&bundle)
+            .args(["--trusted-key", &vkey])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
     }
-    // When a command opens it: refused, exit 5, naming where.
-    let out = docket()
-        .arg("--data")
-        .arg(&data)
-        .args(["log", "show", "0"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(5));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("event 20") && err.contains("31"), "{err}");
-    // Then `docket recover` exports the provable prefix, which audits clean.
-    let bundle = dir.path().join("bundle");
-    let out = docket()
-        .args(["--json", "--data"])
-        .arg(&data)
-        .args(["recover", "--out"])
-        .arg(&bundle)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(5), "events were lost: {out:?}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["plan"]["first_damage"], 20, "{v}");
-    let prefix = v["plan"]["prefix"].as_u64().unwrap();
-    assert!(prefix > 0 && prefix <= 20, "{v}");
-    let out = docket()
-        .args(["--json", "audit"])
-        .arg(&bundle)
-        .args(["--trusted-key", &vkey])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
 }
 
 #[test]

@@ -391,7 +391,7 @@ fn snapshots_restart_and_replay_verify_compare_domain_projections() {
         "the snapshot holds a FAIL to flip"
     );
     std::fs::write(&snap, text.as_bytes()).unwrap();
-    let store = docket_domain::store::SledStore::open(&dir).unwrap();
+    let store = docket_log::sequencer::open_local_store(&dir).unwrap();
     let (report, _) = replay::replay(
         &store,
         &verifier,

@@ -243,6 +243,39 @@ impl CommitRecord {
     }
 }
 
+/// Takes `tiles/lock` exclusively. A lock held by this process (a store
+/// just dropped by another thread) is retried briefly; one held elsewhere
+/// (a running `docket serve`) is reported, in the words sled uses.
+fn lock_store(root: &Path) -> Result<File> {
+    const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+    let path = root.join("lock");
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| LogError::io(&path, e))?;
+    let started = std::time::Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_WAIT => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(LogError::io(
+                    &path,
+                    std::io::Error::other(
+                        "could not acquire lock: another process holds this ledger's store",
+                    ),
+                ));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(LogError::io(&path, e)),
+        }
+    }
+}
+
 fn read_at(file: &File, offset: u64, len: usize, what: &Path) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; len];
     let mut done = 0;
@@ -517,6 +550,9 @@ struct Indexes {
 /// and the anchor in `DIR/anchor` (as for [`crate::store::SledStore`]).
 pub struct TileStore {
     root: PathBuf,
+    /// `tiles/lock`, held exclusively while the store is open: one process
+    /// at a time (as sled does for `log/`).
+    _lock: File,
     snapshot_dir: PathBuf,
     anchor: Anchor,
     commits: File,
@@ -541,6 +577,37 @@ const CACHE_TILES: usize = 512;
 const CACHE_BUNDLES: usize = 64;
 
 impl TileStore {
+    /// Where the bytes of event `seq` lie in the tile store of data
+    /// directory `dir`: `(file, offset, length)` (a bundle, or for an event
+    /// over 65,535 bytes its own file). For forensics and damage tests; it
+    /// reads the bundle as found, without the commit log.
+    pub fn locate_entry(dir: &Path, seq: u64) -> Result<(PathBuf, u64, usize)> {
+        let root = dir.join("tiles");
+        let rel = bundle_path(seq / TILE_WIDTH);
+        let full = root.join(&rel);
+        let path = if full.exists() {
+            full
+        } else {
+            root.join(format!("{rel}.part"))
+        };
+        let bytes = fs::read(&path).map_err(|e| LogError::io(&path, e))?;
+        let entries =
+            parse_bundle(&bytes).map_err(|e| LogError::corrupt(format!("tiles/{rel}"), e))?;
+        let index = (seq % TILE_WIDTH) as usize;
+        let entry = entries.get(index).ok_or_else(|| LogError::NotFound {
+            what: format!("event {seq} in tiles/{rel}"),
+        })?;
+        if entry.is_empty() {
+            let large = root.join("large").join(seq.to_string());
+            let len = fs::metadata(&large)
+                .map_err(|e| LogError::io(&large, e))?
+                .len();
+            return Ok((large, 0, len as usize));
+        }
+        let offset = entry.as_ptr() as usize - bytes.as_ptr() as usize;
+        Ok((path, offset as u64, entry.len()))
+    }
+
     /// Whether `dir` holds a tile store.
     pub fn exists(dir: &Path) -> bool {
         dir.join("tiles").is_dir()
@@ -597,6 +664,7 @@ impl TileStore {
                 ));
             }
         }
+        let lock = lock_store(&root)?;
         let anchor = Anchor::open(&dir.join("anchor"))?;
         let commits_path = root.join("commits");
         let commits = match OpenOptions::new()
@@ -632,6 +700,7 @@ impl TileStore {
             checkpoints: open_table("checkpoints.idx")?,
         };
         let mut store = Self {
+            _lock: lock,
             root: root.clone(),
             snapshot_dir,
             anchor,
@@ -1106,7 +1175,11 @@ impl TileStore {
     fn append_part(&self, w: &mut Writer, bundle: u64, bytes: &[u8]) -> Result<()> {
         let path = self.part_path(bundle);
         let full = self.path(&bundle_path(bundle));
-        if w.cut_pending && full.exists() {
+        if w.part_bytes == 0 && full.exists() {
+            // The log holds exactly `bundle · 256` events: a full file of
+            // this bundle is from a commit that never returned.
+            fs::remove_file(&full).map_err(|e| LogError::io(&full, e))?;
+        } else if w.cut_pending && full.exists() {
             // A commit that never returned filled this bundle and renamed
             // it: it is the open bundle again.
             fs::rename(&full, &path).map_err(|e| LogError::io(&path, e))?;
@@ -1121,7 +1194,9 @@ impl TileStore {
             .truncate(false)
             .open(&path)
             .map_err(|e| LogError::io(&path, e))?;
-        if w.cut_pending {
+        if w.cut_pending || w.part_bytes == 0 {
+            // Bytes past the logical end are from a commit that never
+            // returned (a new bundle's file may hold some too).
             f.set_len(w.part_bytes)
                 .map_err(|e| LogError::io(&path, e))?;
         }

@@ -116,23 +116,9 @@ const LAYOUTS: [Layout; 2] = [Layout::Tiles, Layout::Sled];
 mod tamper {
     use super::*;
 
-    /// Where entry `seq` lies in its bundle file: (path, offset of its
-    /// bytes, length).
     fn locate(dir: &Path, seq: u64) -> (std::path::PathBuf, usize, usize) {
-        let rel = tiles::bundle_path(seq / tiles::TILE_WIDTH);
-        let full = dir.join("tiles").join(&rel);
-        let path = if full.exists() {
-            full
-        } else {
-            dir.join("tiles").join(format!("{rel}.part"))
-        };
-        let bytes = std::fs::read(&path).unwrap();
-        let mut at = 0;
-        for _ in 0..seq % tiles::TILE_WIDTH {
-            at += 2 + usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
-        }
-        let len = usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
-        (path, at + 2, len)
+        let (path, offset, len) = tiles::TileStore::locate_entry(dir, seq).unwrap();
+        (path, offset as usize, len)
     }
 
     /// Removes events `from..` (the log's tail) from the store.

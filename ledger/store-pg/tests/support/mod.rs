@@ -11,7 +11,7 @@ use std::sync::Arc;
 use docket_log::event::Statement;
 use docket_log::machine::{AdmitContext, StateMachine};
 use docket_log::store::{SledStore, Store};
-use docket_log::tiles::{self, TileStore};
+use docket_log::tiles::TileStore;
 use docket_log::{Event, Layout, Log, LogError, LogOptions};
 use docket_store_pg::scratch::ScratchPostgres;
 use docket_store_pg::{LedgerMeta, NodeOptions, PgStore, Role};
@@ -275,22 +275,10 @@ impl Backend {
     }
 
     /// Where event `seq` lies in its tile bundle: (file, offset of its
-    /// bytes, length), per docs/FORMAT.md.
+    /// bytes, length).
     fn locate_entry(&self, seq: u64) -> (std::path::PathBuf, usize, usize) {
-        let rel = tiles::bundle_path(seq / tiles::TILE_WIDTH);
-        let full = self.path().join("tiles").join(&rel);
-        let path = if full.exists() {
-            full
-        } else {
-            self.path().join("tiles").join(format!("{rel}.part"))
-        };
-        let bytes = std::fs::read(&path).expect("bundle");
-        let mut at = 0;
-        for _ in 0..seq % tiles::TILE_WIDTH {
-            at += 2 + usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
-        }
-        let len = usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
-        (path, at + 2, len)
+        let (path, offset, len) = TileStore::locate_entry(self.path(), seq).expect("locate");
+        (path, offset as usize, len)
     }
 
     /// Flips one payload bit of event `seq` in the store (closed ledger).

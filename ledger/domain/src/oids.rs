@@ -352,7 +352,7 @@ pub fn decode_evidence(payload: &[u8]) -> Result<EvidenceRegistered> {
 }
 
 /// [`decode_evidence`] through [`Fields`]: every violation named.
-fn decode_evidence_checked(payload: &[u8]) -> Result<EvidenceRegistered> {
+pub(crate) fn decode_evidence_checked(payload: &[u8]) -> Result<EvidenceRegistered> {
     const WHAT: &str = names::EVIDENCE_REGISTERED;
     let map = json_object(WHAT, payload)?;
     let mut f = Fields::new(&map);

@@ -123,7 +123,6 @@ pub struct ExecutionRecorded {
 /// Decodes `execution.recorded` (every violation of the record and of the
 /// Docket fields listed together).
 pub fn decode_execution(payload: &[u8]) -> Result<ExecutionRecorded> {
-    const WHAT: &str = names::EXECUTION_RECORDED;
     let parsed = ExecutionRecord::parse(payload);
     // Fast path: a valid record whose Docket fields read without a
     // violation (the checks below, typed).
@@ -139,6 +138,16 @@ pub fn decode_execution(payload: &[u8]) -> Result<ExecutionRecorded> {
             record,
         });
     }
+    decode_execution_checked(payload, parsed)
+}
+
+/// [`decode_execution`] through [`Fields`]: every violation of the document
+/// (`parsed`) and of the Docket fields named.
+fn decode_execution_checked(
+    payload: &[u8],
+    parsed: std::result::Result<ExecutionRecord, Vec<docket_verifier::Violation>>,
+) -> Result<ExecutionRecorded> {
+    const WHAT: &str = names::EXECUTION_RECORDED;
     let mut violations = merged(&parsed);
     let map = json_object(WHAT, payload)?;
     let mut f = Fields::new(&map);
@@ -216,7 +225,6 @@ pub struct SubmissionReceived {
 /// Decodes `submission.received` (every violation of the document and of
 /// `evidence_oids` listed together).
 pub fn decode_submission(payload: &[u8]) -> Result<SubmissionReceived> {
-    const WHAT: &str = names::SUBMISSION_RECEIVED;
     let parsed = Submission::parse(payload);
     // Fast path: a valid document whose Docket fields read without a
     // violation (`evidence_oids` required, `touched_oids` optional).
@@ -232,6 +240,16 @@ pub fn decode_submission(payload: &[u8]) -> Result<SubmissionReceived> {
             touched_oids,
         });
     }
+    decode_submission_checked(payload, parsed)
+}
+
+/// [`decode_submission`] through [`Fields`]: every violation of the document
+/// (`parsed`) and of the Docket fields named.
+fn decode_submission_checked(
+    payload: &[u8],
+    parsed: std::result::Result<Submission, Vec<docket_verifier::Violation>>,
+) -> Result<SubmissionReceived> {
+    const WHAT: &str = names::SUBMISSION_RECEIVED;
     let mut violations = merged(&parsed);
     let map = json_object(WHAT, payload)?;
     let mut f = Fields::new(&map);
@@ -451,7 +469,6 @@ pub struct VerdictIssued {
 /// Decodes `verdict.issued` (every violation of the document and of the
 /// Docket fields listed together).
 pub fn decode_verdict(payload: &[u8]) -> Result<VerdictIssued> {
-    const WHAT: &str = names::VERDICT_ISSUED;
     let parsed = Verdict::parse(payload);
     // Fast path: a valid document whose Docket fields read without a
     // violation (`evidence_oids` is the document's, only checked here).
@@ -473,6 +490,16 @@ pub fn decode_verdict(payload: &[u8]) -> Result<VerdictIssued> {
             engine,
         });
     }
+    decode_verdict_checked(payload, parsed)
+}
+
+/// [`decode_verdict`] through [`Fields`]: every violation of the document
+/// (`parsed`) and of the Docket fields named.
+fn decode_verdict_checked(
+    payload: &[u8],
+    parsed: std::result::Result<Verdict, Vec<docket_verifier::Violation>>,
+) -> Result<VerdictIssued> {
+    const WHAT: &str = names::VERDICT_ISSUED;
     let mut violations = merged(&parsed);
     let map = json_object(WHAT, payload)?;
     let mut f = Fields::new(&map);
@@ -597,4 +624,305 @@ pub fn fold_verdict(
     });
     task.record_change(event);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TASK: &str = "00000000-0000-4000-8000-000000000001";
+
+    /// The fast path decides and answers exactly as the checked path.
+    pub(crate) fn same<T: PartialEq + std::fmt::Debug>(
+        payload: &[u8],
+        fast: Result<T>,
+        checked: Result<T>,
+    ) {
+        let text = String::from_utf8_lossy(payload);
+        match (fast, checked) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
+            (Err(a), Err(b)) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{text}"),
+            (a, b) => panic!("{text}: fast {a:?}, checked {b:?}"),
+        }
+    }
+
+    fn oids(n: u8) -> Vec<String> {
+        (0..n)
+            .map(|i| crate::oids::mint(1_770_000_000_000, &[i; 32]))
+            .collect()
+    }
+
+    /// Every variant of `base` with `field` set to each of `values` (None:
+    /// removed), as JSON bytes, plus `extra` raw payloads.
+    fn variants(base: &Value, fields: &[(&str, Vec<Option<Value>>)]) -> Vec<Vec<u8>> {
+        let mut out = vec![serde_json::to_vec(base).unwrap()];
+        for (field, values) in fields {
+            for v in values {
+                let mut doc = base.clone();
+                let map = doc.as_object_mut().unwrap();
+                match v {
+                    None => {
+                        map.remove(*field);
+                    }
+                    Some(v) => {
+                        map.insert((*field).to_string(), v.clone());
+                    }
+                }
+                out.push(serde_json::to_vec(&doc).unwrap());
+            }
+        }
+        let text = String::from_utf8(out[0].clone()).unwrap();
+        let inner = text.trim_start_matches('{').trim_end_matches('}');
+        out.push(format!("  \n{text}\t").into_bytes());
+        out.push(format!("{text} x").into_bytes());
+        out.push(format!("[{text}]").into_bytes());
+        out.push(format!("{{{inner},{inner}}}").into_bytes());
+        out.push(format!("{{{inner},\"unknown_field\":1}}").into_bytes());
+        out.push(b"not json".to_vec());
+        out.push(b"[]".to_vec());
+        out.push(b"{}".to_vec());
+        out
+    }
+
+    fn oid_values() -> Vec<Option<Value>> {
+        let two = oids(2);
+        vec![
+            None,
+            Some(Value::Null),
+            Some(json!([])),
+            Some(json!(two)),
+            Some(json!([two[0], two[0]])),
+            Some(json!([two[0].to_lowercase()])),
+            Some(json!(["8ZZZZZZZZZZZZZZZZZZZZZZZZZ"])),
+            Some(json!([1])),
+            Some(json!(two[0])),
+            Some(json!({"a": 1})),
+        ]
+    }
+
+    fn text_values() -> Vec<Option<Value>> {
+        vec![
+            None,
+            Some(Value::Null),
+            Some(json!(TASK)),
+            Some(json!("")),
+            Some(json!("  ")),
+            Some(json!("a\u{1}b")),
+            Some(json!("x".repeat(300))),
+            Some(json!(7)),
+            Some(json!(["a"])),
+        ]
+    }
+
+    #[test]
+    fn check_fast_path_is_the_checked_path() {
+        let base = json!({"task_id": TASK, "submission_seq": 4, "name": "tests_passed",
+                          "passed": true, "details": {"findings": []}});
+        assert!(decode_check(&serde_json::to_vec(&base).unwrap()).is_ok());
+        let seqs = vec![
+            None,
+            Some(Value::Null),
+            Some(json!(0)),
+            Some(json!(-1)),
+            Some(json!(1.0)),
+            Some(json!("1")),
+            Some(json!(u64::MAX)),
+        ];
+        for payload in variants(
+            &base,
+            &[
+                ("task_id", text_values()),
+                ("submission_seq", seqs),
+                (
+                    "name",
+                    vec![
+                        None,
+                        Some(json!("a b")),
+                        Some(json!("")),
+                        Some(json!("ok.name:1/x-y")),
+                        Some(json!(5)),
+                    ],
+                ),
+                (
+                    "passed",
+                    vec![
+                        None,
+                        Some(Value::Null),
+                        Some(json!(false)),
+                        Some(json!("yes")),
+                    ],
+                ),
+                (
+                    "details",
+                    vec![None, Some(Value::Null), Some(json!([1, {"b": 2, "a": 1}]))],
+                ),
+            ],
+        ) {
+            same(
+                &payload,
+                decode_check(&payload),
+                decode_check_checked(&payload),
+            );
+        }
+    }
+
+    #[test]
+    fn seed_document_fast_paths_are_the_checked_paths() {
+        let record = docket_verifier::execution::ExecutionRecord::from_execution(
+            "cargo test",
+            0,
+            "ok",
+            "",
+            "2026-02-09T14:30:00Z",
+            "2026-02-09T14:30:02Z",
+            2.0,
+        );
+        let mut execution = serde_json::to_value(record).unwrap();
+        execution["task_id"] = json!(TASK);
+        execution["evidence_oids"] = json!(oids(2));
+        assert!(decode_execution(&serde_json::to_vec(&execution).unwrap()).is_ok());
+        for payload in variants(
+            &execution,
+            &[("task_id", text_values()), ("evidence_oids", oid_values())],
+        ) {
+            let parsed = ExecutionRecord::parse(&payload);
+            same(
+                &payload,
+                decode_execution(&payload),
+                decode_execution_checked(&payload, parsed),
+            );
+        }
+
+        let submission = json!({"schema_version": "scc.submit.v1", "task_id": TASK, "status": "DONE",
+            "changed_files": ["src/lib.rs"], "new_files": [],
+            "tests": {"commands": ["cargo test"], "passed": true, "summary": "3 passed"},
+            "artifacts": {"report_md": "report.md", "selftest_log": "selftest.log", "evidence_dir": "evidence/",
+                          "patch_diff": "patch.diff", "submit_json": "submit.json"},
+            "exit_code": 0, "needs_input": [], "evidence_oids": oids(3)});
+        assert!(decode_submission(&serde_json::to_vec(&submission).unwrap()).is_ok());
+        for payload in variants(
+            &submission,
+            &[
+                ("evidence_oids", oid_values()),
+                ("touched_oids", oid_values()),
+                ("status", vec![Some(json!("NOPE"))]),
+            ],
+        ) {
+            let parsed = Submission::parse(&payload);
+            same(
+                &payload,
+                decode_submission(&payload),
+                decode_submission_checked(&payload, parsed),
+            );
+        }
+
+        let engine = provenance::Provenance::verifier().to_value();
+        let verdict = json!({"schema_version": "scc.verdict.v1", "task_id": TASK, "verdict": "PASS",
+            "messages": [], "checks": {"schema_valid": true, "scope_valid": true, "tests_passed": true,
+                                       "evidence_present": true},
+            "timestamps": {"submitted_at": "2026-02-09T14:30:00.000Z", "evaluated_at": "2026-02-09T14:30:00Z"},
+            "links": {"submit_json": "submit.json", "report_md": "report.md", "selftest_log": "selftest.log",
+                      "patch_diff": "patch.diff"},
+            "evidence_oids": oids(2), "evidence_digests": {}, "findings": [], "submission_seq": 7});
+        let mut with_engine = verdict.clone();
+        with_engine["engine"] = engine.clone();
+        for doc in [&verdict, &with_engine] {
+            let decoded = decode_verdict(&serde_json::to_vec(doc).unwrap());
+            assert!(decoded.is_ok(), "{decoded:?}");
+        }
+        let mut bad_engine = engine.clone();
+        bad_engine["rules_digest"] = json!("ABC");
+        let mut extra_engine = engine.clone();
+        extra_engine["extra"] = json!(1);
+        for payload in variants(
+            &verdict,
+            &[
+                ("evidence_oids", oid_values()),
+                (
+                    "submission_seq",
+                    vec![None, Some(Value::Null), Some(json!(-3)), Some(json!("7"))],
+                ),
+                (
+                    "engine",
+                    vec![
+                        None,
+                        Some(Value::Null),
+                        Some(engine.clone()),
+                        Some(bad_engine),
+                        Some(extra_engine),
+                        Some(json!(["docket-verifier", "0.1.0", "0".repeat(64)])),
+                        Some(json!("docket-verifier")),
+                        Some(json!({})),
+                    ],
+                ),
+            ],
+        ) {
+            let parsed = Verdict::parse(&payload);
+            same(
+                &payload,
+                decode_verdict(&payload),
+                decode_verdict_checked(&payload, parsed),
+            );
+        }
+    }
+
+    #[test]
+    fn evidence_fast_path_is_the_checked_path() {
+        use crate::oids::{decode_evidence, decode_evidence_checked};
+        let base = json!({"task_id": TASK, "evidence_type": "patch.diff", "sha256": "ab".repeat(32),
+                          "size": 12, "media_type": "text/x-diff", "retention_class": "routine",
+                          "name": "patch.diff"});
+        assert!(decode_evidence(&serde_json::to_vec(&base).unwrap()).is_ok());
+        let strings = |good: &[Value], bad: &[Value]| -> Vec<Option<Value>> {
+            let mut v = vec![None, Some(Value::Null), Some(json!(1))];
+            v.extend(good.iter().chain(bad).cloned().map(Some));
+            v
+        };
+        for payload in variants(
+            &base,
+            &[
+                ("task_id", text_values()),
+                (
+                    "evidence_type",
+                    strings(&[json!("selftest.log"), json!("other")], &[json!("nope")]),
+                ),
+                (
+                    "sha256",
+                    strings(
+                        &[json!("0".repeat(64))],
+                        &[json!("AB".repeat(32)), json!("ab")],
+                    ),
+                ),
+                (
+                    "size",
+                    strings(&[json!(0)], &[json!(-1), json!(1.5), json!("1")]),
+                ),
+                (
+                    "media_type",
+                    strings(&[json!("text/plain; charset=utf-8")], &[json!("text")]),
+                ),
+                (
+                    "retention_class",
+                    strings(
+                        &[json!("pinned"), json!("high_impact")],
+                        &[json!("forever")],
+                    ),
+                ),
+                (
+                    "name",
+                    strings(
+                        &[json!("evidence/a.json")],
+                        &[json!("../a"), json!("/a"), json!("")],
+                    ),
+                ),
+            ],
+        ) {
+            same(
+                &payload,
+                decode_evidence(&payload),
+                decode_evidence_checked(&payload),
+            );
+        }
+    }
 }

@@ -205,7 +205,12 @@ pub fn load_key(path: &Path) -> Result<ed25519_dalek::SigningKey> {
     })
 }
 
-pub fn run_init(data: &Path, args: &InitArgs, out: Output) -> Result<u8> {
+pub fn run_init(
+    data: &Path,
+    args: &InitArgs,
+    layout: docket_log::Layout,
+    out: Output,
+) -> Result<u8> {
     crate::keyfile::require_encryption(args.encrypt)?;
     if docket_domain::ledger::exists(data) {
         // `docket serve` initialises an empty data directory on its first
@@ -223,7 +228,11 @@ pub fn run_init(data: &Path, args: &InitArgs, out: Output) -> Result<u8> {
         )
         .into());
     }
-    let (ledger, info) = docket_domain::ledger::init(data, args.origin.as_deref())?;
+    let options = docket_domain::LedgerOptions {
+        layout,
+        ..docket_domain::LedgerOptions::default()
+    };
+    let (ledger, info) = docket_domain::ledger::init_with(data, args.origin.as_deref(), options)?;
     ledger.close()?;
     let value = serde_json::json!({
         "data": data,

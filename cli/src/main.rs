@@ -27,7 +27,8 @@ struct Cli {
     /// (e.g. http://127.0.0.1:50051).
     #[arg(long, global = true, env = "DOCKET_SERVER")]
     server: Option<String>,
-    /// Where the log lives: `sled` (the data directory, the default) or
+    /// Where the log lives: in the data directory (`tiles`, the default:
+    /// C2SP tlog-tiles files; or `sled`, the earlier layout, for `init`) or
     /// postgres://USER@HOST:PORT/DB (keys and blobs stay in --data).
     #[arg(long, global = true, env = "DOCKET_STORE")]
     store: Option<String>,
@@ -175,7 +176,12 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Init(a) => match &store {
             Some(url) => docket_cli::pg_cmds::run_init(&cli.data, url, a, out),
-            None => core_cmds::run_init(&cli.data, a, out),
+            None => core_cmds::run_init(
+                &cli.data,
+                a,
+                docket_cli::pg_cmds::embedded_layout(cli.store.as_deref()),
+                out,
+            ),
         },
         Command::Migrate(a) => docket_cli::pg_cmds::run_migrate(a, &cli.data, out),
         Command::Keygen(a) => core_cmds::run_keygen(a, out),

@@ -31,25 +31,47 @@ use crate::server::ServeOptions;
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
     /// Where the ledger is: a data directory or `postgres://USER@HOST:PORT/DB`.
-    #[arg(long, value_name = "DIR|URL")]
-    pub from: String,
+    #[arg(
+        long,
+        value_name = "DIR|URL",
+        requires = "to",
+        conflicts_with = "layout"
+    )]
+    pub from: Option<String>,
     /// Where to copy it: an empty database (`postgres://…`) or a data
     /// directory without a store.
-    #[arg(long, value_name = "URL|DIR")]
-    pub to: String,
+    #[arg(long, value_name = "URL|DIR", requires = "from")]
+    pub to: Option<String>,
+    /// Move the ledger in `--data` to this embedded layout, in place:
+    /// `tiles` (C2SP tlog-tiles files, the default for new ledgers) or
+    /// `sled`. The copy is replayed with every check before the switch; the
+    /// old store is kept beside it (`log.migrated` / `tiles.migrated`).
+    #[arg(long, value_name = "tiles|sled", value_parser = ["tiles", "sled"], required_unless_present = "from")]
+    pub layout: Option<String>,
 }
 
-/// The PostgreSQL URL `--store` names, if any (`sled` or empty: the
-/// embedded store in `--data`).
+/// The PostgreSQL URL `--store` names, if any (`tiles`, `sled` or empty:
+/// the embedded store in `--data`).
 pub fn store_url(store: Option<&str>) -> Result<Option<String>> {
     match store.map(str::trim) {
-        None | Some("") | Some("sled") => Ok(None),
+        None | Some("") | Some("sled") | Some("tiles") => Ok(None),
         Some(s) if is_postgres_url(s) => Ok(Some(s.to_string())),
         Some(s) => Err(CliError::new(
             exit::USAGE,
-            format!("--store takes `sled` or a postgres://USER@HOST:PORT/DB URL, not {s:?}"),
+            format!(
+                "--store takes `tiles`, `sled` or a postgres://USER@HOST:PORT/DB URL, not {s:?}"
+            ),
         )
         .into()),
+    }
+}
+
+/// The embedded layout a new ledger gets from `--store`: `sled`, else
+/// tiles (an existing ledger keeps the layout it has).
+pub fn embedded_layout(store: Option<&str>) -> docket_log::Layout {
+    match store.map(str::trim) {
+        Some("sled") => docket_log::Layout::Sled,
+        _ => docket_log::Layout::Tiles,
     }
 }
 
@@ -195,10 +217,21 @@ pub fn run_migrate(args: &MigrateArgs, data: &Path, out: Output) -> Result<u8> {
         bar.set_length(total);
         bar.set_position(done);
     };
-    let (from_pg, to_pg) = (is_postgres_url(&args.from), is_postgres_url(&args.to));
+    if let Some(layout) = args.layout.as_deref() {
+        return run_migrate_layout(layout, data, out, &mut progress, started);
+    }
+    let (Some(from), Some(to)) = (args.from.as_deref(), args.to.as_deref()) else {
+        return Err(CliError::new(
+            exit::USAGE,
+            "docket migrate needs --from and --to, or --layout",
+        )
+        .into());
+    };
+    let args = Endpoints { from, to };
+    let (from_pg, to_pg) = (is_postgres_url(args.from), is_postgres_url(args.to));
     let (copy, report, to_desc) = match (from_pg, to_pg) {
         (false, true) => {
-            let dir = PathBuf::from(&args.from);
+            let dir = PathBuf::from(args.from);
             if !docket_domain::ledger::exists(&dir) {
                 return Err(CliError::new(
                     exit::MISSING,
@@ -207,13 +240,13 @@ pub fn run_migrate(args: &MigrateArgs, data: &Path, out: Output) -> Result<u8> {
                 .into());
             }
             let (_, copy, report) =
-                migrate::dir_to_postgres::<LedgerState>(&dir, &args.to, &mut progress)?;
-            (copy, report, redact(&args.to))
+                migrate::dir_to_postgres::<LedgerState>(&dir, args.to, &mut progress)?;
+            (copy, report, redact(args.to))
         }
         (true, false) => {
-            let dir = PathBuf::from(&args.to);
+            let dir = PathBuf::from(args.to);
             let (copy, report) =
-                migrate::postgres_to_dir::<LedgerState>(&args.from, &dir, &mut progress)?;
+                migrate::postgres_to_dir::<LedgerState>(args.from, &dir, &mut progress)?;
             copy_ledger_key(data, &dir)?;
             (copy, report, dir.display().to_string())
         }
@@ -229,7 +262,7 @@ pub fn run_migrate(args: &MigrateArgs, data: &Path, out: Output) -> Result<u8> {
     bar.finish_and_clear();
     let root = hex::encode(copy.root);
     let value = serde_json::json!({
-        "from": redact(&args.from),
+        "from": redact(args.from),
         "to": to_desc,
         "events": copy.events,
         "checkpoints": copy.checkpoints,
@@ -252,12 +285,72 @@ pub fn run_migrate(args: &MigrateArgs, data: &Path, out: Output) -> Result<u8> {
             copy.events,
             copy.checkpoints,
             copy.anchor_size,
-            redact(&args.from),
+            redact(args.from),
             to_desc,
             started.elapsed().as_secs_f64(),
             report.events,
             report.signatures_checked,
             report.root
+        )
+    });
+    Ok(exit::OK)
+}
+
+/// `--from` and `--to` of a copy between a directory and a database.
+struct Endpoints<'a> {
+    from: &'a str,
+    to: &'a str,
+}
+
+/// `docket migrate --layout L`: the ledger in `data` moved to layout `L`.
+fn run_migrate_layout(
+    layout: &str,
+    data: &Path,
+    out: Output,
+    progress: &mut dyn FnMut(u64, u64),
+    started: std::time::Instant,
+) -> Result<u8> {
+    let to = match layout {
+        "sled" => docket_log::Layout::Sled,
+        _ => docket_log::Layout::Tiles,
+    };
+    if !docket_domain::ledger::exists(data) {
+        return Err(
+            CliError::new(exit::MISSING, format!("no ledger in {}", data.display())).into(),
+        );
+    }
+    let done = docket_log::copy::migrate_layout::<LedgerState>(data, to, progress)
+        .map_err(|e| crate::served::explain(data, docket_domain::LedgerError::from(e).into()))?;
+    let root = hex::encode(done.copy.root);
+    let value = serde_json::json!({
+        "data": data.display().to_string(),
+        "layout": layout,
+        "events": done.copy.events,
+        "checkpoints": done.copy.checkpoints,
+        "anchor_size": done.copy.anchor_size,
+        "root": root,
+        "old_store": done.old_store.display().to_string(),
+        "replay": {
+            "events": done.replay.events,
+            "signatures_checked": done.replay.signatures_checked,
+            "root": done.replay.root,
+            "same_root": done.replay.root == root,
+        },
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    out.emit(&value, || {
+        format!(
+            "moved {} events and {} checkpoints of {} to the {layout} layout in {:.1}s\n\
+             replayed the new store: {} events, {} signatures checked, root {} (same as before)\n\
+             the old store is kept at {}: delete it once you no longer need it",
+            done.copy.events,
+            done.copy.checkpoints,
+            data.display(),
+            started.elapsed().as_secs_f64(),
+            done.replay.events,
+            done.replay.signatures_checked,
+            done.replay.root,
+            done.old_store.display()
         )
     });
     Ok(exit::OK)

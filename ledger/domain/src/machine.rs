@@ -87,11 +87,24 @@ impl LedgerState {
     /// hold, is an error (`Corrupt`, naming the sequence number) and
     /// changes nothing.
     pub fn apply(&mut self, event: &Event) -> Result<()> {
+        let payload = Self::decode_for_apply(event)?;
+        self.apply_decoded(event, &payload)
+    }
+
+    /// The first half of [`LedgerState::apply`]: the kind and payload of a
+    /// committed event, decoded, with `apply`'s errors. Reads no state, so a
+    /// rebuild may decode events ahead of the fold (in parallel with it).
+    pub fn decode_for_apply(event: &Event) -> Result<Payload> {
         let at = || format!("event {} ({})", event.seq, event.kind);
         let kind =
             Kind::parse(&event.kind).map_err(|e| LedgerError::corrupt(at(), e.to_string()))?;
-        let payload = Payload::decode(&kind, &event.payload)
-            .map_err(|e| LedgerError::corrupt(at(), format!("payload does not decode: {e}")))?;
+        Payload::decode(&kind, &event.payload)
+            .map_err(|e| LedgerError::corrupt(at(), format!("payload does not decode: {e}")))
+    }
+
+    /// The second half of [`LedgerState::apply`]: folds `event`, whose
+    /// payload [`LedgerState::decode_for_apply`] decoded.
+    pub fn apply_decoded(&mut self, event: &Event, payload: &Payload) -> Result<()> {
         payload.fold(self, event)?;
         self.advance(event);
         Ok(())

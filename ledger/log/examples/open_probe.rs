@@ -34,6 +34,18 @@ impl StateMachine for Count {
     }
 }
 
+/// `DOCKET_LAYOUT=sled` probes the sled layout; the default is tiles.
+fn options() -> LogOptions {
+    let layout = match std::env::var("DOCKET_LAYOUT").as_deref() {
+        Ok("sled") => docket_log::Layout::Sled,
+        _ => docket_log::Layout::Tiles,
+    };
+    LogOptions {
+        layout,
+        ..LogOptions::default()
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let dir = std::path::PathBuf::from(args.next().expect("DIR"));
@@ -42,7 +54,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_000_000);
     if !dir.join("ledger.json").exists() {
-        let log = Log::<Count>::create(&dir, None, LogOptions::default()).expect("create");
+        let log = Log::<Count>::create(&dir, None, options()).expect("create");
         let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
         let started = Instant::now();
         let writers = 64u64;

@@ -2,6 +2,7 @@
 //! threads each append 600 pre-signed statements one at a time (waiting for
 //! durability); prints appends/s and the mean batch size.
 //! `cargo run --release -p docket-log --example write_probe -- 64`
+//! (`DOCKET_LAYOUT=sled` for the sled layout)
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -34,13 +35,25 @@ impl StateMachine for Count {
     }
 }
 
+/// `DOCKET_LAYOUT=sled` probes the sled layout; the default is tiles.
+fn options() -> LogOptions {
+    let layout = match std::env::var("DOCKET_LAYOUT").as_deref() {
+        Ok("sled") => docket_log::Layout::Sled,
+        _ => docket_log::Layout::Tiles,
+    };
+    LogOptions {
+        layout,
+        ..LogOptions::default()
+    }
+}
+
 fn main() {
     let writers: usize = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(64);
     let dir = tempfile::tempdir().expect("temp dir");
-    let log = Log::<Count>::create(dir.path(), None, LogOptions::default()).expect("create");
+    let log = Log::<Count>::create(dir.path(), None, options()).expect("create");
     let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
     let per = 600usize;
     let work: Vec<Vec<Statement>> = (0..writers)

@@ -16,6 +16,7 @@
 //! or retention rule; it does no networking and runs no async runtime.
 
 pub mod checkpoint;
+pub mod copy;
 pub mod error;
 pub mod event;
 pub mod keys;

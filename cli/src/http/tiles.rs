@@ -23,17 +23,17 @@
 use docket_domain::merkle::Hash;
 use docket_domain::store::Store;
 use docket_domain::{LedgerError, Result};
-use sha2::{Digest as _, Sha256};
 
 /// Hashes in a full tile (and entries in a full bundle).
 pub const TILE_WIDTH: u64 = 256;
 
-/// First byte of the stand-in entry for an event over 65,535 bytes. No real
-/// entry starts with it: canonical event bytes start with format `0x01`.
-pub const OVERSIZED_MARKER: u8 = 0xFF;
-
-/// Largest event a bundle frames as itself.
-pub const MAX_FRAMED_ENTRY: usize = u16::MAX as usize;
+/// The stand-in of an event over 65,535 bytes, and the index encoding, are
+/// the tile store's (docs/FORMAT.md §11): a full bundle served here is
+/// byte for byte the file the tile store keeps.
+pub use docket_log::tiles::{
+    MAX_INLINE_ENTRY as MAX_FRAMED_ENTRY, OVERSIZED_MARKER, oversized_entry,
+    tile_index_path as encode_index,
+};
 
 /// What a `/tile/...` path names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,18 +56,6 @@ impl TileRef {
     pub fn is_full(&self) -> bool {
         self.partial.is_none()
     }
-}
-
-/// Encodes a tile index as tlog-tiles path elements (`x001/x234/067`).
-pub fn encode_index(mut n: u64) -> String {
-    let mut groups = vec![format!("{:03}", n % 1000)];
-    n /= 1000;
-    while n > 0 {
-        groups.push(format!("x{:03}", n % 1000));
-        n /= 1000;
-    }
-    groups.reverse();
-    groups.join("/")
 }
 
 /// The path of a tile below the prefix (without the leading `/`).
@@ -194,19 +182,6 @@ pub fn hash_tile(store: &dyn Store, t: &TileRef) -> Result<Vec<u8>> {
         out.extend_from_slice(&h);
     }
     Ok(out)
-}
-
-/// The stand-in entry of an event too large for a u16 length prefix:
-/// `0xFF || u32be(event length) || SHA-256(0x00 || event bytes)` (37 bytes).
-pub fn oversized_entry(event: &[u8]) -> Vec<u8> {
-    let mut leaf = Sha256::new();
-    leaf.update([0u8]);
-    leaf.update(event);
-    let mut out = Vec::with_capacity(37);
-    out.push(OVERSIZED_MARKER);
-    out.extend_from_slice(&u32::try_from(event.len()).unwrap_or(u32::MAX).to_be_bytes());
-    out.extend_from_slice(&leaf.finalize());
-    out
 }
 
 /// The bytes of entry bundle `t` (the caller checked [`exists`]).

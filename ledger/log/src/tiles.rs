@@ -43,9 +43,41 @@ use crate::store::{Anchor, CommitBatch, Store, create_dir_durably, sync_dir, wri
 /// Entries per entry bundle and hashes per hash tile (C2SP tlog-tiles).
 pub const TILE_WIDTH: u64 = 256;
 /// The largest event stored inline in a bundle (a tlog-tiles entry has a
-/// 2-byte length). A larger event's entry is empty and its bytes are the
-/// file `tiles/large/<seq>`.
+/// 2-byte length). A larger event's entry is the stand-in
+/// [`oversized_entry`] and its bytes are the file `tiles/large/<seq>`.
 pub const MAX_INLINE_ENTRY: usize = 65_535;
+
+/// First byte of the stand-in entry of an event over 65,535 bytes. No
+/// event's canonical bytes start with it (they start with format `0x01`).
+pub const OVERSIZED_MARKER: u8 = 0xFF;
+
+/// Length of the stand-in entry.
+pub const OVERSIZED_ENTRY_LEN: usize = 37;
+
+/// The stand-in entry of an event over 65,535 bytes, in bundles on disk and
+/// served alike: `0xFF || u32be(event length) || leaf hash`.
+pub fn oversized_entry(event: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(OVERSIZED_ENTRY_LEN);
+    out.push(OVERSIZED_MARKER);
+    out.extend_from_slice(&u32::try_from(event.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(&merkle::leaf_hash(event));
+    out
+}
+
+/// Reads a bundle entry: the event itself, or the stand-in of a large one
+/// (`None` for bytes that are neither).
+fn read_entry(entry: &[u8]) -> Option<Entry> {
+    match entry.first() {
+        Some(&OVERSIZED_MARKER) if entry.len() == OVERSIZED_ENTRY_LEN => {
+            let len = u32::from_be_bytes(entry[1..5].try_into().ok()?);
+            let mut leaf = [0u8; 32];
+            leaf.copy_from_slice(&entry[5..]);
+            Some(Entry::Large { len, leaf })
+        }
+        Some(&OVERSIZED_MARKER) | None => None,
+        Some(_) => Some(Entry::Inline(Arc::from(entry))),
+    }
+}
 
 const COMMIT_MAGIC: &[u8; 4] = b"DKC1";
 const COMMIT_END: &[u8; 4] = b"DKCE";
@@ -508,8 +540,12 @@ impl DiskTable {
 #[derive(Clone, Debug)]
 enum Entry {
     Inline(Arc<[u8]>),
-    /// Stored in `tiles/large/<seq>`.
-    Large,
+    /// Stored in `tiles/large/<seq>`; its length and leaf hash are in the
+    /// bundle, so the file is checked when read.
+    Large {
+        len: u32,
+        leaf: Hash,
+    },
 }
 
 /// What readers see: only what is durable.
@@ -536,6 +572,8 @@ struct Writer {
     /// A commit failed part-way: the in-memory state may be ahead of the
     /// files; refuse further writes (the log above fails stop anyway).
     broken: bool,
+    /// The open bundle's `.part`, kept open between commits.
+    part_file: Option<(u64, File)>,
     since_index_sync: u64,
 }
 
@@ -597,7 +635,7 @@ impl TileStore {
         let entry = entries.get(index).ok_or_else(|| LogError::NotFound {
             what: format!("event {seq} in tiles/{rel}"),
         })?;
-        if entry.is_empty() {
+        if entry.first() == Some(&OVERSIZED_MARKER) {
             let large = root.join("large").join(seq.to_string());
             let len = fs::metadata(&large)
                 .map_err(|e| LogError::io(&large, e))?
@@ -712,6 +750,7 @@ impl TileStore {
                 part_bytes: 0,
                 cut_pending: true,
                 broken: false,
+                part_file: None,
                 since_index_sync: 0,
             }),
             indexes: Mutex::new(indexes),
@@ -758,6 +797,7 @@ impl TileStore {
             part_bytes,
             cut_pending: true,
             broken: false,
+            part_file: None,
             since_index_sync: 0,
         });
         store.view = RwLock::new(view);
@@ -873,13 +913,10 @@ impl TileStore {
                 return Ok(None);
             };
             let seq = bundle * TILE_WIDTH + entries.len() as u64;
-            if len == 0 {
-                if !self.large_path(seq).exists() {
-                    return Ok(None);
-                }
-                entries.push(Entry::Large);
-            } else {
-                entries.push(Entry::Inline(Arc::from(entry)));
+            match read_entry(entry) {
+                Some(e @ Entry::Large { .. }) if self.large_path(seq).exists() => entries.push(e),
+                Some(e @ Entry::Inline(_)) => entries.push(e),
+                _ => return Ok(None),
             }
             at += 2 + len;
         }
@@ -930,14 +967,16 @@ impl TileStore {
         let entries: Arc<Vec<Entry>> = Arc::new(
             parsed[..TILE_WIDTH as usize]
                 .iter()
-                .map(|e| {
-                    if e.is_empty() {
-                        Entry::Large
-                    } else {
-                        Entry::Inline(Arc::from(*e))
-                    }
+                .enumerate()
+                .map(|(i, e)| {
+                    read_entry(e).ok_or_else(|| {
+                        LogError::corrupt(
+                            format!("tiles/{location}"),
+                            format!("entry {i} is neither an event nor a large event's stand-in"),
+                        )
+                    })
                 })
-                .collect(),
+                .collect::<Result<Vec<_>>>()?,
         );
         let mut cache = self
             .bundle_cache
@@ -950,18 +989,35 @@ impl TileStore {
         Ok(entries)
     }
 
+    /// The leaf hash of an entry (a large event's is in its stand-in).
+    fn entry_leaf(&self, seq: u64, entry: &Entry) -> Result<Hash> {
+        match entry {
+            Entry::Large { leaf, .. } => Ok(*leaf),
+            Entry::Inline(_) => Ok(merkle::leaf_hash(&self.entry_bytes(seq, entry)?)),
+        }
+    }
+
     fn entry_bytes(&self, seq: u64, entry: &Entry) -> Result<Vec<u8>> {
         match entry {
             Entry::Inline(b) => Ok(b.to_vec()),
-            Entry::Large => {
+            Entry::Large { len, leaf } => {
                 let path = self.large_path(seq);
-                fs::read(&path).map_err(|e| match e.kind() {
+                let bytes = fs::read(&path).map_err(|e| match e.kind() {
                     std::io::ErrorKind::NotFound => LogError::corrupt(
                         format!("tiles/large/{seq}"),
                         format!("the bytes of event {seq} (over 65,535 bytes) are missing"),
                     ),
                     _ => LogError::io(path, e),
-                })
+                })?;
+                if bytes.len() as u64 != u64::from(*len) || merkle::leaf_hash(&bytes) != *leaf {
+                    return Err(LogError::corrupt(
+                        format!("tiles/large/{seq}"),
+                        format!(
+                            "the bytes of event {seq} differ from the length and leaf hash its bundle records"
+                        ),
+                    ));
+                }
+                Ok(bytes)
             }
         }
     }
@@ -1015,11 +1071,7 @@ impl TileStore {
             return entries
                 .iter()
                 .enumerate()
-                .map(|(i, e)| {
-                    Ok(merkle::leaf_hash(
-                        &self.entry_bytes(index * TILE_WIDTH + i as u64, e)?,
-                    ))
-                })
+                .map(|(i, e)| self.entry_leaf(index * TILE_WIDTH + i as u64, e))
                 .collect();
         }
         (0..TILE_WIDTH)
@@ -1049,11 +1101,7 @@ impl TileStore {
             .open_bundle
             .iter()
             .enumerate()
-            .map(|(i, e)| {
-                Ok(merkle::leaf_hash(
-                    &self.entry_bytes(open_start + i as u64, e)?,
-                ))
-            })
+            .map(|(i, e)| self.entry_leaf(open_start + i as u64, e))
             .collect::<Result<Vec<_>>>()?;
         out.push(leaves);
         let mut level = 1u8;
@@ -1171,8 +1219,19 @@ impl TileStore {
         self.view.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Appends `bytes` to the open bundle's `.part` at the writer's offset.
+    /// Appends `bytes` to the open bundle's `.part` at the writer's offset,
+    /// without syncing it (the caller does, before the commit returns).
     fn append_part(&self, w: &mut Writer, bundle: u64, bytes: &[u8]) -> Result<()> {
+        if let Some((b, f)) = &w.part_file
+            && *b == bundle
+            && !w.cut_pending
+        {
+            let path = self.part_path(bundle);
+            f.write_all_at(bytes, w.part_bytes)
+                .map_err(|e| LogError::io(&path, e))?;
+            w.part_bytes += bytes.len() as u64;
+            return Ok(());
+        }
         let path = self.part_path(bundle);
         let full = self.path(&bundle_path(bundle));
         if w.part_bytes == 0 && full.exists() {
@@ -1208,9 +1267,19 @@ impl TileStore {
         }
         f.write_all_at(bytes, w.part_bytes)
             .map_err(|e| LogError::io(&path, e))?;
-        f.sync_data().map_err(|e| LogError::io(&path, e))?;
         w.part_bytes += bytes.len() as u64;
+        w.part_file = Some((bundle, f));
         Ok(())
+    }
+
+    /// fdatasyncs the open bundle's file, if this commit wrote to it.
+    fn sync_part(&self, w: &Writer) -> Result<()> {
+        match &w.part_file {
+            Some((bundle, f)) => f
+                .sync_data()
+                .map_err(|e| LogError::io(self.part_path(*bundle), e)),
+            None => Ok(()),
+        }
     }
 }
 
@@ -1256,8 +1325,13 @@ impl TileStore {
                     .and_then(|()| File::open(&path)?.sync_all())
                     .map_err(|e| LogError::io(&path, e))?;
                 large_written = true;
-                buf.extend_from_slice(&0u16.to_be_bytes());
-                w.view.open_bundle.push(Entry::Large);
+                let stand_in = oversized_entry(bytes);
+                buf.extend_from_slice(&(OVERSIZED_ENTRY_LEN as u16).to_be_bytes());
+                buf.extend_from_slice(&stand_in);
+                // Invariant: `stand_in` is what `oversized_entry` made.
+                w.view
+                    .open_bundle
+                    .push(read_entry(&stand_in).expect("a stand-in entry"));
             } else {
                 buf.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
                 buf.extend_from_slice(bytes);
@@ -1276,6 +1350,8 @@ impl TileStore {
                     sync_dir(&self.root.join("large"))?;
                 }
                 self.append_part(w, bundle, &buf)?;
+                self.sync_part(w)?;
+                w.part_file = None;
                 buf.clear();
                 let full = self.path(&bundle_path(bundle));
                 fs::rename(self.part_path(bundle), &full).map_err(|e| LogError::io(&full, e))?;
@@ -1287,7 +1363,8 @@ impl TileStore {
                 w.view.open_bundle.clear();
             }
         }
-        if !buf.is_empty() {
+        let wrote_part = !buf.is_empty();
+        if wrote_part {
             // What is left belongs to the last event's bundle (a bundle
             // that filled up was written above).
             self.append_part(w, (next - 1) / TILE_WIDTH, &buf)?;
@@ -1317,8 +1394,33 @@ impl TileStore {
         let start = w.view.commits_end;
         self.commits
             .write_all_at(&record, start)
-            .and_then(|()| self.commits.sync_data())
             .map_err(|e| LogError::io(&self.commits_path, e))?;
+        // The bundle and the commit log are synced side by side: a record
+        // made durable before its events is a commit that never returned,
+        // which the open recognises (its events are not all present); the
+        // anchor, written after this returns, is what acknowledges.
+        let sync_commits = || {
+            self.commits
+                .sync_data()
+                .map_err(|e| LogError::io(&self.commits_path, e))
+        };
+        if wrote_part {
+            let writer: &Writer = w;
+            let (part, commits) = std::thread::scope(|s| {
+                let part = s.spawn(|| self.sync_part(writer));
+                let commits = sync_commits();
+                (part.join(), commits)
+            });
+            commits?;
+            part.unwrap_or_else(|_| {
+                Err(LogError::io(
+                    self.part_path(next / TILE_WIDTH),
+                    std::io::Error::other("the bundle's fsync thread panicked"),
+                ))
+            })?;
+        } else {
+            sync_commits()?;
+        }
         w.cut_pending = false;
         let end = start + record.len() as u64;
         let rec = CommitRecord {

@@ -177,7 +177,9 @@ struct Inner<M> {
     /// Events visible to store reads (written by the committer).
     visible_len: AtomicU64,
     /// Every statement digest in the log (Bloom filter).
-    statement_filter: StatementFilter,
+    /// `None` when the store answers [`Store::statement_seq`] from an
+    /// exact index of its own ([`Store::exact_statement_lookup`]).
+    statement_filter: Option<StatementFilter>,
     queue: Mutex<Option<SyncSender<Request>>>,
     committer: Mutex<Vec<JoinHandle<()>>>,
     failure: Mutex<Option<String>>,
@@ -271,7 +273,9 @@ struct CheckedOpen<M> {
     verifier: NoteVerifier,
     opened: Opened<M>,
     len: u64,
-    statement_filter: StatementFilter,
+    /// `None` when the store answers [`Store::statement_seq`] from an
+    /// exact index of its own ([`Store::exact_statement_lookup`]).
+    statement_filter: Option<StatementFilter>,
 }
 
 fn check_open<M: StateMachine>(dir: &Path, store: &dyn Store) -> Result<CheckedOpen<M>> {
@@ -293,7 +297,12 @@ fn check_open<M: StateMachine>(dir: &Path, store: &dyn Store) -> Result<CheckedO
     let verifier = NoteVerifier::new(&config.origin, ledger_key.verifying_key())?;
     let public = ledger_key.verifying_key();
     let stored_len = store.len()?;
-    let persisted_filter = StatementFilter::load(store, &public, stored_len);
+    let exact = store.exact_statement_lookup();
+    let persisted_filter = if exact {
+        None
+    } else {
+        StatementFilter::load(store, &public, stored_len)
+    };
     let opened: Opened<M> = crate::verify::open_check(
         store,
         Trust {
@@ -307,11 +316,12 @@ fn check_open<M: StateMachine>(dir: &Path, store: &dyn Store) -> Result<CheckedO
         tracing::warn!("{w}");
     }
     let statement_filter = match persisted_filter {
+        _ if exact => None,
         Some((filter, _)) => {
             for d in &opened.digests {
                 filter.insert(d);
             }
-            filter
+            Some(filter)
         }
         None => {
             // A derived file missing, stale or refused: rebuild it from
@@ -330,7 +340,7 @@ fn check_open<M: StateMachine>(dir: &Path, store: &dyn Store) -> Result<CheckedO
             }
             let filter = StatementFilter::for_len(len);
             store.for_each_statement(&mut |d| filter.insert(&d))?;
-            filter
+            Some(filter)
         }
     };
     Ok(CheckedOpen {
@@ -465,15 +475,17 @@ impl<M: StateMachine> Log<M> {
             let sealed = crate::snapshot::seal(name, 0, &merkle::empty_root(), &bytes, &ledger_key);
             store.put_snapshot(name, &sealed)?;
         }
-        let filter = StatementFilter::for_len(0).to_bytes();
-        let sealed = crate::snapshot::seal(
-            StatementFilter::SNAPSHOT,
-            0,
-            &merkle::empty_root(),
-            &filter,
-            &ledger_key,
-        );
-        store.put_snapshot(StatementFilter::SNAPSHOT, &sealed)?;
+        if !store.exact_statement_lookup() {
+            let filter = StatementFilter::for_len(0).to_bytes();
+            let sealed = crate::snapshot::seal(
+                StatementFilter::SNAPSHOT,
+                0,
+                &merkle::empty_root(),
+                &filter,
+                &ledger_key,
+            );
+            store.put_snapshot(StatementFilter::SNAPSHOT, &sealed)?;
+        }
         let config = LogConfigFile {
             origin,
             ledger_public_key: ledger_pub,
@@ -963,7 +975,10 @@ fn write_snapshots<M: StateMachine>(
         let sealed = crate::snapshot::seal(name, len, &root, &bytes, &inner.ledger_key);
         inner.store.put_snapshot(name, &sealed)?;
     }
-    let filter = inner.statement_filter.to_bytes();
+    let Some(filter) = &inner.statement_filter else {
+        return Ok(());
+    };
+    let filter = filter.to_bytes();
     let sealed = crate::snapshot::seal(
         StatementFilter::SNAPSHOT,
         len,
@@ -1268,7 +1283,11 @@ fn verify_stage<M>(inner: Arc<Inner<M>>, rx: Receiver<Request>, tx: SyncSender<V
         let prior: Vec<Option<Option<u64>>> = digests
             .iter()
             .map(|d| {
-                if inner.statement_filter.may_contain(d) {
+                if inner
+                    .statement_filter
+                    .as_ref()
+                    .is_none_or(|f| f.may_contain(d))
+                {
                     inner.store.statement_seq(d).ok()
                 } else {
                     // Definitely new as of `seen_len` (a Bloom filter has no
@@ -1571,8 +1590,10 @@ impl<M: StateMachine> Syncer<M> {
                     }
                 }
             }
-            for (digest, _) in &s.batch.statements {
-                inner.statement_filter.insert(digest);
+            if let Some(filter) = &inner.statement_filter {
+                for (digest, _) in &s.batch.statements {
+                    filter.insert(digest);
+                }
             }
             // After the filter holds them: the verify stage reads
             // `visible_len` before consulting the filter.

@@ -118,6 +118,13 @@ pub trait Store: NodeSource + Send + Sync {
     /// Durably replaces the anchor. Called after the commit it covers is
     /// durable, and before that checkpoint is served to anyone.
     fn put_anchor(&self, note: &str) -> Result<()>;
+    /// Whether [`Store::statement_seq`] is an exact index lookup of a few
+    /// reads whatever the log's size: the sequencer then keeps no Bloom
+    /// filter of statement digests (nor its sealed snapshot) in front of
+    /// it, so opening does not read one.
+    fn exact_statement_lookup(&self) -> bool {
+        false
+    }
 }
 
 /// Merkle nodes at or above this level are also kept in memory (about 4
@@ -932,5 +939,8 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     fn put_anchor(&self, note: &str) -> Result<()> {
         (**self).put_anchor(note)
+    }
+    fn exact_statement_lookup(&self) -> bool {
+        (**self).exact_statement_lookup()
     }
 }

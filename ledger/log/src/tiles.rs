@@ -1684,6 +1684,10 @@ impl Store for TileStore {
     fn put_anchor(&self, note: &str) -> Result<()> {
         self.anchor.write(note)
     }
+
+    fn exact_statement_lookup(&self) -> bool {
+        true
+    }
 }
 
 impl Drop for TileStore {

@@ -337,8 +337,10 @@ fn follow_step<M: StateMachine>(inner: &Inner<M>, verifier: &NoteVerifier) -> Re
             })?;
         }
     }
-    for d in &step.digests {
-        inner.statement_filter.insert(d);
+    if let Some(filter) = &inner.statement_filter {
+        for d in &step.digests {
+            filter.insert(d);
+        }
     }
     position.frontier = step.frontier;
     position.prev_hash = step.prev_hash;

@@ -320,7 +320,7 @@ fn run_migrate_layout(
         );
     }
     let done = docket_log::copy::migrate_layout::<LedgerState>(data, to, progress)
-        .map_err(|e| crate::served::explain(data, docket_domain::LedgerError::from(e).into()))?;
+        .map_err(|e| crate::served::explain(data, e.into()))?;
     let root = hex::encode(done.copy.root);
     let value = serde_json::json!({
         "data": data.display().to_string(),

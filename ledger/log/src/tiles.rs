@@ -143,7 +143,7 @@ pub fn parse_bundle(bytes: &[u8]) -> std::result::Result<Vec<&[u8]>, String> {
 
 /// Parses a hash tile: concatenated 32-byte hashes.
 fn parse_tile(bytes: &[u8]) -> Option<Vec<Hash>> {
-    if bytes.len() % 32 != 0 {
+    if !bytes.len().is_multiple_of(32) {
         return None;
     }
     Some(
@@ -599,7 +599,7 @@ pub struct TileStore {
     writer: Mutex<Writer>,
     indexes: Mutex<Indexes>,
     /// Full tiles and bundles read recently (immutable files).
-    tile_cache: Mutex<HashMap<(u8, u64), Arc<Vec<Hash>>>>,
+    tile_cache: Mutex<TileCache>,
     bundle_cache: Mutex<HashMap<u64, Arc<Vec<Entry>>>>,
 }
 
@@ -610,6 +610,9 @@ impl std::fmt::Debug for TileStore {
             .finish_non_exhaustive()
     }
 }
+
+/// Full hash tiles read recently, by (tile level, index).
+type TileCache = HashMap<(u8, u64), Arc<Vec<Hash>>>;
 
 const CACHE_TILES: usize = 512;
 const CACHE_BUNDLES: usize = 64;
@@ -666,12 +669,10 @@ impl TileStore {
         let staging = dir.join(".tiles.new");
         let _ = fs::remove_dir_all(&staging);
         create_dir_durably(&staging.join("tile/entries"))?;
-        for name in ["commits"] {
-            let p = staging.join(name);
-            File::create(&p)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| LogError::io(&p, e))?;
-        }
+        let commits = staging.join("commits");
+        File::create(&commits)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| LogError::io(&commits, e))?;
         for name in ["statements.idx", "checkpoints.idx"] {
             let mut t = DiskTable::create(&staging.join(name), DiskTable::INITIAL)?;
             t.sync(0)?;
@@ -874,10 +875,10 @@ impl TileStore {
             if cur.log_len != rec.log_len && best.is_some() {
                 break;
             }
-            if let Some(c) = cur.checkpoint.clone() {
-                if best.as_ref().is_none_or(|b| c.0 > b.0) {
-                    best = Some(c);
-                }
+            if let Some(c) = cur.checkpoint.clone()
+                && best.as_ref().is_none_or(|b| c.0 > b.0)
+            {
+                best = Some(c);
             }
             r = record_ending_at(&self.commits, cur.start, &self.commits_path)?;
         }
@@ -1432,10 +1433,10 @@ impl TileStore {
         };
         w.view.len = next;
         w.view.commits_end = end;
-        if let Some(c) = &batch.checkpoint {
-            if w.view.latest.as_ref().is_none_or(|l| c.0 >= l.0) {
-                w.view.latest = Some(c.clone());
-            }
+        if let Some(c) = &batch.checkpoint
+            && w.view.latest.as_ref().is_none_or(|l| c.0 >= l.0)
+        {
+            w.view.latest = Some(c.clone());
         }
         // Publish what is durable, then index it (derived, synced lazily).
         *self.view.write().unwrap_or_else(PoisonError::into_inner) = w.view.clone();

@@ -1,0 +1,355 @@
+//! The tile store on its own (docs/FORMAT.md §11): a model-based property
+//! test with reopens, commits that never returned (torn tails in every
+//! file), derived files lost or damaged, and the byte format an outside
+//! reader relies on.
+
+use std::path::Path;
+
+use docket_log::merkle::{self, Frontier, MemoryTree, NodeSource};
+use docket_log::store::{CommitBatch, Store};
+use docket_log::tiles::{self, TileStore};
+use proptest::prelude::*;
+
+/// Fake event bytes (the raw store does not decode them); every 97th is
+/// over 65,535 bytes. Never starts with 0xFF.
+fn event(seq: u64) -> Vec<u8> {
+    let len = if seq % 97 == 13 {
+        70_000 + (seq as usize % 5)
+    } else {
+        30 + (seq as usize * 37) % 400
+    };
+    let mut b = format!("\x01event-{seq}-").into_bytes();
+    b.resize(len, (seq % 200) as u8 + 1);
+    b
+}
+
+fn digest(seq: u64) -> [u8; 32] {
+    let mut d = [0u8; 32];
+    d[..8].copy_from_slice(&seq.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes());
+    d[8..16].copy_from_slice(&seq.to_be_bytes());
+    d[31] = 0xd1;
+    d
+}
+
+/// What the store must hold: the tree of every committed event.
+struct Model {
+    frontier: Frontier,
+    tree: MemoryTree,
+}
+
+impl Model {
+    fn new() -> Self {
+        Self {
+            frontier: Frontier::new(),
+            tree: MemoryTree::new(),
+        }
+    }
+
+    fn len(&self) -> u64 {
+        self.tree.len()
+    }
+
+    /// The batch appending `n` events, with nodes and a checkpoint.
+    fn batch(&mut self, n: u64) -> CommitBatch {
+        let mut b = CommitBatch::default();
+        let from = self.len();
+        for seq in from..from + n {
+            let bytes = event(seq);
+            let leaf = merkle::leaf_hash(&bytes);
+            self.tree.push(leaf);
+            b.nodes.extend(self.frontier.push(leaf));
+            b.statements.push((digest(seq), seq));
+            b.events.push((seq, bytes));
+        }
+        let size = self.len();
+        b.checkpoint = Some((size, format!("note\n{size}\n")));
+        b
+    }
+}
+
+fn create(dir: &Path) -> TileStore {
+    TileStore::create(dir).expect("create")
+}
+
+fn open(dir: &Path) -> TileStore {
+    TileStore::open(dir).expect("open")
+}
+
+/// Everything an outside reader checks against the model.
+fn check(store: &TileStore, model: &Model, probe: u64) {
+    let len = model.len();
+    assert_eq!(store.len().unwrap(), len);
+    if len == 0 {
+        return;
+    }
+    // Roots at several sizes, from the store's nodes.
+    for size in [len, len / 2 + 1, (probe % len) + 1] {
+        assert_eq!(
+            merkle::root_at(store, size).unwrap(),
+            merkle::root_at(&model.tree, size).unwrap(),
+            "root at {size} of {len}"
+        );
+    }
+    // Proofs.
+    let i = probe % len;
+    assert_eq!(
+        merkle::inclusion_proof(store, i, len).unwrap(),
+        merkle::inclusion_proof(&model.tree, i, len).unwrap()
+    );
+    let old = (probe / 7) % len + 1;
+    assert_eq!(
+        merkle::consistency_proof(store, old, len).unwrap(),
+        merkle::consistency_proof(&model.tree, old, len).unwrap()
+    );
+    // Events, leaves, statements, checkpoints.
+    let from = probe % len;
+    let to = (from + 300).min(len);
+    let got = store.event_range(from, to).unwrap();
+    assert_eq!(got.len() as u64, to - from);
+    for (seq, bytes) in &got {
+        assert_eq!(*bytes, event(*seq), "event {seq}");
+    }
+    for (seq, leaf) in store.leaf_hashes(from, to).unwrap() {
+        assert_eq!(leaf, model.tree.node(0, seq).unwrap(), "leaf {seq}");
+    }
+    assert_eq!(store.statement_seq(&digest(from)).unwrap(), Some(from));
+    assert_eq!(store.statement_seq(&digest(len + 5)).unwrap(), None);
+    assert_eq!(store.checkpoint(None).unwrap().map(|c| c.0), Some(len));
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Commit(u64),
+    Reopen,
+    /// A commit that never returned: bytes past the ends of the open
+    /// bundle and of the commit log, then a reopen.
+    TornCommit,
+    /// A derived index or a full hash tile lost, then a reopen.
+    LoseDerived(u8),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (1u64..300).prop_map(Op::Commit),
+        2 => Just(Op::Reopen),
+        2 => Just(Op::TornCommit),
+        1 => (0u8..3).prop_map(Op::LoseDerived),
+    ]
+}
+
+fn append_garbage(path: &Path, bytes: &[u8]) {
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_store_matches_its_model_across_reopens_and_torn_commits(
+        ops in proptest::collection::vec(op(), 1..24),
+        probe in any::<u64>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut model = Model::new();
+        let mut store = Some(create(dir.path()));
+        for op in ops {
+            match op {
+                Op::Commit(n) => {
+                    let batch = model.batch(n);
+                    store.as_ref().unwrap().commit(&batch).unwrap();
+                }
+                Op::Reopen => {
+                    drop(store.take());
+                    store = Some(open(dir.path()));
+                }
+                Op::TornCommit => {
+                    drop(store.take());
+                    let len = model.len();
+                    let part = dir
+                        .path()
+                        .join("tiles")
+                        .join(format!("{}.part", tiles::bundle_path(len / 256)));
+                    if let Some(parent) = part.parent() {
+                        std::fs::create_dir_all(parent).unwrap();
+                    }
+                    // An entry of a commit that never returned, and half of
+                    // its commit record.
+                    append_garbage(&part, &[0, 5, 1, 2, 3, 4, 5, 0]);
+                    append_garbage(&dir.path().join("tiles/commits"), b"DKC1\0\0\0\x40half");
+                    store = Some(open(dir.path()));
+                }
+                Op::LoseDerived(which) => {
+                    drop(store.take());
+                    let tiles = dir.path().join("tiles");
+                    match which {
+                        0 => std::fs::remove_file(tiles.join("statements.idx")).unwrap(),
+                        1 => std::fs::write(tiles.join("checkpoints.idx"), b"garbage").unwrap(),
+                        _ => {
+                            let first = tiles.join(tiles::hash_tile_path(0, 0));
+                            let _ = std::fs::remove_file(first);
+                        }
+                    }
+                    store = Some(open(dir.path()));
+                }
+            }
+            check(store.as_ref().unwrap(), &model, probe);
+        }
+        // And once more from a cold open.
+        drop(store.take());
+        check(&open(dir.path()), &model, probe.rotate_left(17));
+    }
+}
+
+#[test]
+fn bundles_hold_the_events_as_c2sp_entries_and_stand_ins_for_large_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    store.commit(&model.batch(300)).unwrap();
+    drop(store);
+    // Bundle 0 is full: 256 entries `u16be(len) || entry`.
+    let bytes = std::fs::read(dir.path().join("tiles/tile/entries/000")).unwrap();
+    let entries = tiles::parse_bundle(&bytes).unwrap();
+    assert_eq!(entries.len(), 256);
+    for (seq, entry) in entries.iter().enumerate() {
+        let e = event(seq as u64);
+        if e.len() > tiles::MAX_INLINE_ENTRY {
+            assert_eq!(
+                *entry,
+                tiles::oversized_entry(&e).as_slice(),
+                "stand-in {seq}"
+            );
+            let large = std::fs::read(dir.path().join(format!("tiles/large/{seq}"))).unwrap();
+            assert_eq!(large, e);
+        } else {
+            assert_eq!(*entry, e.as_slice(), "entry {seq}");
+        }
+    }
+    // Hash tile 0/000 holds the 256 leaf hashes; the rest is open.
+    let tile = std::fs::read(dir.path().join("tiles/tile/0/000")).unwrap();
+    assert_eq!(tile.len(), 256 * 32);
+    for i in 0..256u64 {
+        let at = i as usize * 32;
+        assert_eq!(&tile[at..at + 32], &model.tree.node(0, i).unwrap());
+    }
+    assert!(dir.path().join("tiles/tile/entries/001.part").is_file());
+    assert!(!dir.path().join("tiles/tile/0/001").exists());
+}
+
+#[test]
+fn a_large_event_whose_file_was_changed_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    store.commit(&model.batch(20)).unwrap();
+    drop(store);
+    let path = dir.path().join("tiles/large/13");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[500] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    let store = open(dir.path());
+    let err = store.event_bytes(13).unwrap_err().to_string();
+    assert!(err.contains("tiles/large/13"), "{err}");
+    assert_eq!(store.event_bytes(12).unwrap(), Some(event(12)));
+}
+
+#[test]
+fn a_second_open_of_the_same_store_is_refused_while_the_first_holds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let err = TileStore::open(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("could not acquire lock"), "{err}");
+    drop(store);
+    open(dir.path());
+}
+
+#[test]
+fn a_commit_record_whose_events_are_missing_is_not_the_length() {
+    // Given a commit whose record reached the disk but whose bundle bytes
+    // did not (they are synced side by side),
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    store.commit(&model.batch(10)).unwrap();
+    store.commit(&model.batch(5)).unwrap();
+    drop(store);
+    let part = dir.path().join("tiles/tile/entries/000.part");
+    let (_, offset, _) = TileStore::locate_entry(dir.path(), 12).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&part)
+        .unwrap()
+        .set_len(offset - 2)
+        .unwrap();
+    // when the store opens, then its length is the previous commit's, and
+    // the next commit continues from there.
+    let store = open(dir.path());
+    assert_eq!(store.len().unwrap(), 10);
+    let mut model = Model::new();
+    model.batch(10);
+    store.commit(&model.batch(30)).unwrap();
+    check(&store, &model, 3);
+    drop(store);
+    check(&open(dir.path()), &model, 11);
+}
+
+#[test]
+fn a_log_past_one_full_level_one_tile_proves_like_a_tree_in_memory() {
+    // 66,000 events: 257 full bundles and one full tile of level 1 (the
+    // nodes of tree level 8 for the first 65,536 leaves), reopened.
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let (mut frontier, mut tree) = (Frontier::new(), MemoryTree::new());
+    let n = 66_000u64;
+    let mut seq = 0;
+    while seq < n {
+        let mut b = CommitBatch::default();
+        for s in seq..(seq + 4096).min(n) {
+            let bytes = format!("\x01small-{s}").into_bytes();
+            let leaf = merkle::leaf_hash(&bytes);
+            tree.push(leaf);
+            b.nodes.extend(frontier.push(leaf));
+            b.statements.push((digest(s), s));
+            b.events.push((s, bytes));
+        }
+        seq = tree.len();
+        b.checkpoint = Some((seq, format!("note\n{seq}\n")));
+        store.commit(&b).unwrap();
+    }
+    drop(store);
+    assert!(dir.path().join("tiles/tile/1/000").is_file());
+    let store = open(dir.path());
+    for size in [n, 65_536, 65_535, 256, 1] {
+        assert_eq!(
+            merkle::root_at(&store, size).unwrap(),
+            merkle::root_at(&tree, size).unwrap()
+        );
+    }
+    for i in [0, 255, 256, 65_535, 65_536, 65_999] {
+        assert_eq!(
+            merkle::inclusion_proof(&store, i, n).unwrap(),
+            merkle::inclusion_proof(&tree, i, n).unwrap(),
+            "inclusion of {i}"
+        );
+    }
+    assert_eq!(
+        merkle::consistency_proof(&store, 65_537, n).unwrap(),
+        merkle::consistency_proof(&tree, 65_537, n).unwrap()
+    );
+    // Every node of level 8 (a level-1 tile hash) and one above it.
+    for i in 0..(n >> 8) {
+        assert_eq!(
+            store.node(8, i).unwrap(),
+            tree.node(8, i).unwrap(),
+            "node 8/{i}"
+        );
+    }
+    assert_eq!(store.node(16, 0).unwrap(), tree.node(16, 0).unwrap());
+    assert_eq!(store.statement_seq(&digest(40_000)).unwrap(), Some(40_000));
+}

@@ -1,5 +1,6 @@
 //! Durable author-signed appends/s with the log on PostgreSQL, next to the
-//! same ledger on the embedded sled store and next to a plain PostgreSQL
+//! same ledger on the embedded stores (the tile layout, the default, and
+//! the sled layout) and next to a plain PostgreSQL
 //! append-only table (hash-chained rows, synchronous commit), with 1 and 64
 //! clients, all measured in one run on one throwaway server (fsync and
 //! synchronous commit on) whose data directory is on the same disk as the
@@ -31,11 +32,16 @@ struct Fixture {
     counter: AtomicU64,
 }
 
-/// A fresh ledger with a registered writer: in `dir` (sled), or moved into
-/// the database at `url` as `docket init --store` does.
-fn fixture(url: Option<&str>) -> Arc<Fixture> {
+/// A fresh ledger with a registered writer: in `dir` (of `layout`), or
+/// moved into the database at `url` as `docket init --store` does.
+fn fixture(url: Option<&str>, layout: docket_log::Layout) -> Arc<Fixture> {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (ledger, info) = docket_domain::ledger::init(dir.path(), None).expect("init");
+    let options = docket_domain::LedgerOptions {
+        layout,
+        ..docket_domain::LedgerOptions::default()
+    };
+    let (ledger, info) =
+        docket_domain::ledger::init_with(dir.path(), None, options).expect("init");
     let ledger = match url {
         None => ledger,
         Some(url) => {
@@ -143,8 +149,12 @@ fn bench(c: &mut Criterion) {
     };
     let plain_url = pg.fresh_database("bench_plain").expect("database");
     plain_tables(&plain_url);
-    let on_pg = fixture(Some(&pg.fresh_database("bench_ledger").expect("database")));
-    let on_sled = fixture(None);
+    let on_pg = fixture(
+        Some(&pg.fresh_database("bench_ledger").expect("database")),
+        docket_log::Layout::Tiles,
+    );
+    let on_tiles = fixture(None, docket_log::Layout::Tiles);
+    let on_sled = fixture(None, docket_log::Layout::Sled);
 
     let mut group = c.benchmark_group("pg_append");
     group.sample_size(10);
@@ -158,16 +168,26 @@ fn bench(c: &mut Criterion) {
         // Direct measurements for the ratio lines, one after the other.
         let total = if clients == 1 { 1_000 } else { 20_000 };
         let pg_rate = total as f64 / run(&on_pg, clients, total).as_secs_f64();
+        let tiles_rate = total as f64 / run(&on_tiles, clients, total).as_secs_f64();
         let sled_rate = total as f64 / run(&on_sled, clients, total).as_secs_f64();
         let chained = plain_rate(&plain_url, CHAINED, clients, total);
         let unchained = plain_rate(&plain_url, UNCHAINED, clients, total);
         println!(
-            "pg_append {clients} clients: docket on PostgreSQL {pg_rate:.0}/s, docket on sled \
-             {sled_rate:.0}/s, plain hash-chained table {chained:.0}/s, plain unchained insert \
-             {unchained:.0}/s"
+            "pg_append {clients} clients: docket on PostgreSQL {pg_rate:.0}/s, docket on tiles \
+             {tiles_rate:.0}/s, docket on sled {sled_rate:.0}/s, plain hash-chained table \
+             {chained:.0}/s, plain unchained insert {unchained:.0}/s"
+        );
+        let embedded = format!("docket append on tiles, {clients} clients");
+        report_ratio(&embedded, tiles_rate, "ops/s", "docket on sled", sled_rate);
+        report_ratio(
+            &embedded,
+            tiles_rate,
+            "ops/s",
+            "plain hash-chained PG table",
+            chained,
         );
         let what = format!("docket append on PostgreSQL, {clients} clients");
-        report_ratio(&what, pg_rate, "ops/s", "docket on sled", sled_rate);
+        report_ratio(&what, pg_rate, "ops/s", "docket on tiles", tiles_rate);
         report_ratio(
             &what,
             pg_rate,
@@ -185,6 +205,7 @@ fn bench(c: &mut Criterion) {
     }
     group.finish();
     on_pg.ledger.close().expect("close");
+    on_tiles.ledger.close().expect("close");
     on_sled.ledger.close().expect("close");
 }
 

@@ -40,8 +40,7 @@ fn fixture(url: Option<&str>, layout: docket_log::Layout) -> Arc<Fixture> {
         layout,
         ..docket_domain::LedgerOptions::default()
     };
-    let (ledger, info) =
-        docket_domain::ledger::init_with(dir.path(), None, options).expect("init");
+    let (ledger, info) = docket_domain::ledger::init_with(dir.path(), None, options).expect("init");
     let ledger = match url {
         None => ledger,
         Some(url) => {

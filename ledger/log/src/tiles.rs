@@ -400,7 +400,13 @@ impl DiskTable {
         let word = |i: usize| u64::from_be_bytes(h[i..i + 8].try_into().unwrap_or([0; 8]));
         let (capacity, count, watermark) = (word(8), word(16), word(24));
         let len = file.metadata().map_err(|e| LogError::io(path, e))?.len();
-        if !capacity.is_power_of_two() || len != Self::HEADER + 16 * capacity {
+        if !capacity.is_power_of_two()
+            || count > capacity
+            || Some(len)
+                != capacity
+                    .checked_mul(16)
+                    .and_then(|b| b.checked_add(Self::HEADER))
+        {
             return Ok(None);
         }
         Ok(Some(Self {
@@ -461,7 +467,7 @@ impl DiskTable {
         value: u64,
         accept: &mut dyn FnMut(u64) -> Result<bool>,
     ) -> Result<()> {
-        if (self.count + 1) * 2 > self.capacity {
+        if self.count.saturating_add(1).saturating_mul(2) > self.capacity {
             self.grow()?;
         }
         let mask = self.capacity - 1;

@@ -579,8 +579,50 @@ struct Writer {
     /// files; refuse further writes (the log above fails stop anyway).
     broken: bool,
     /// The open bundle's `.part`, kept open between commits.
-    part_file: Option<(u64, File)>,
+    part_file: Option<(u64, Arc<File>)>,
+    /// A thread that fdatasyncs the open bundle while the commit thread
+    /// fdatasyncs the commit log.
+    bundle_syncer: Option<BundleSyncer>,
     since_index_sync: u64,
+}
+
+/// A long-lived thread that fdatasyncs the file it is handed and answers
+/// (one request at a time: the writer's lock serialises commits).
+struct BundleSyncer {
+    requests: std::sync::mpsc::Sender<Arc<File>>,
+    answers: std::sync::mpsc::Receiver<std::io::Result<()>>,
+}
+
+impl BundleSyncer {
+    fn start() -> Result<Self> {
+        let (requests, rx) = std::sync::mpsc::channel::<Arc<File>>();
+        let (tx, answers) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("docket-bundle-sync".into())
+            .spawn(move || {
+                // Ends when the writer (the sender) is dropped.
+                for file in rx {
+                    if tx.send(file.sync_data()).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| LogError::io("bundle fsync thread", e))?;
+        Ok(Self { requests, answers })
+    }
+
+    /// Starts an fdatasync of `file`; [`BundleSyncer::wait`] gives its result.
+    fn begin(&self, file: Arc<File>) -> std::io::Result<()> {
+        self.requests
+            .send(file)
+            .map_err(|_| std::io::Error::other("the bundle fsync thread ended"))
+    }
+
+    fn wait(&self) -> std::io::Result<()> {
+        self.answers
+            .recv()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the bundle fsync thread ended")))
+    }
 }
 
 /// The derived indexes, apart from the writer so lookups never wait for a
@@ -758,6 +800,7 @@ impl TileStore {
                 cut_pending: true,
                 broken: false,
                 part_file: None,
+                bundle_syncer: None,
                 since_index_sync: 0,
             }),
             indexes: Mutex::new(indexes),
@@ -805,6 +848,7 @@ impl TileStore {
             cut_pending: true,
             broken: false,
             part_file: None,
+            bundle_syncer: None,
             since_index_sync: 0,
         });
         store.view = RwLock::new(view);
@@ -1278,7 +1322,7 @@ impl TileStore {
         f.write_all_at(bytes, w.part_bytes)
             .map_err(|e| LogError::io(&path, e))?;
         w.part_bytes += bytes.len() as u64;
-        w.part_file = Some((bundle, f));
+        w.part_file = Some((bundle, Arc::new(f)));
         Ok(())
     }
 
@@ -1414,22 +1458,23 @@ impl TileStore {
                 .sync_data()
                 .map_err(|e| LogError::io(&self.commits_path, e))
         };
-        if wrote_part {
-            let writer: &Writer = w;
-            let (part, commits) = std::thread::scope(|s| {
-                let part = s.spawn(|| self.sync_part(writer));
+        match (&w.part_file, wrote_part) {
+            (Some((bundle, file)), true) => {
+                if w.bundle_syncer.is_none() {
+                    w.bundle_syncer = Some(BundleSyncer::start()?);
+                }
+                // Invariant: set just above.
+                let syncer = w.bundle_syncer.as_ref().expect("a bundle syncer");
+                let part_path = self.part_path(*bundle);
+                syncer
+                    .begin(Arc::clone(file))
+                    .map_err(|e| LogError::io(&part_path, e))?;
                 let commits = sync_commits();
-                (part.join(), commits)
-            });
-            commits?;
-            part.unwrap_or_else(|_| {
-                Err(LogError::io(
-                    self.part_path(next / TILE_WIDTH),
-                    std::io::Error::other("the bundle's fsync thread panicked"),
-                ))
-            })?;
-        } else {
-            sync_commits()?;
+                let part = syncer.wait().map_err(|e| LogError::io(&part_path, e));
+                commits?;
+                part?;
+            }
+            _ => sync_commits()?,
         }
         w.cut_pending = false;
         let end = start + record.len() as u64;

@@ -360,6 +360,9 @@ impl DiskTable {
     const HEADER: u64 = 4096;
     const MAGIC: &'static [u8; 8] = b"DKTIDX1\0";
     const INITIAL: u64 = 1 << 14;
+    /// Regions a growth builds the new table in (its memory: 1/16 of the
+    /// new table, a quarter of the old one).
+    const GROW_PASSES: u64 = 16;
 
     fn create(path: &Path, capacity: u64) -> Result<Self> {
         let file = OpenOptions::new()
@@ -492,34 +495,93 @@ impl DiskTable {
     }
 
     /// Rewrites the table at four times its capacity (temp file, fsync,
-    /// rename): the slots move, nothing is re-read from the log.
+    /// rename): the slots move, nothing is re-read from the log. Memory stays
+    /// bounded: the new table is built in [`Self::GROW_PASSES`] regions, each
+    /// from one pass over the old table read in 1 MiB chunks (a key's home in
+    /// the new table is its home in the old one plus some of its higher bits,
+    /// so each region gathers the keys whose home falls in it). A probe that
+    /// runs past a region's end carries into the next one; past the table's
+    /// end it wraps, and those few are placed last, slot by slot.
     fn grow(&mut self) -> Result<()> {
-        let all = read_at(
-            &self.file,
-            Self::HEADER,
-            (16 * self.capacity) as usize,
-            &self.path,
-        )?;
         let tmp = self.path.with_extension("idx.grow");
         let mut next = Self::create(&tmp, self.capacity * 4)?;
         let mask = next.capacity - 1;
-        let mut slots = vec![0u8; (16 * next.capacity) as usize];
-        for s in all.chunks_exact(16) {
-            let v = u64::from_be_bytes(s[8..].try_into().unwrap_or([0; 8]));
-            if v == 0 {
-                continue;
+        let region = (next.capacity / Self::GROW_PASSES).max(1);
+        const CHUNK_SLOTS: u64 = 1 << 16;
+        let mut carried: Vec<[u8; 16]> = Vec::new();
+        let mut wrapped: Vec<[u8; 16]> = Vec::new();
+        let mut buf = vec![0u8; (16 * region) as usize];
+        let mut first = 0u64;
+        while first < next.capacity {
+            buf.iter_mut().for_each(|b| *b = 0);
+            let place = |slot: [u8; 16], buf: &mut Vec<u8>, out: &mut Vec<[u8; 16]>| {
+                let k = u64::from_be_bytes(slot[..8].try_into().unwrap_or([0; 8]));
+                let home = k & mask;
+                let mut i = home.max(first) - first;
+                while i < region && buf[(16 * i + 8) as usize..(16 * i + 16) as usize] != [0u8; 8] {
+                    i += 1;
+                }
+                if i < region {
+                    buf[(16 * i) as usize..(16 * i + 16) as usize].copy_from_slice(&slot);
+                } else {
+                    out.push(slot);
+                }
+            };
+            // Probes carried over from the region before come first: their
+            // homes are earlier, so they precede every home of this region.
+            let mut overflow = Vec::new();
+            for slot in std::mem::take(&mut carried) {
+                place(slot, &mut buf, &mut overflow);
             }
-            let k = u64::from_be_bytes(s[..8].try_into().unwrap_or([0; 8]));
+            let mut at = 0u64;
+            while at < self.capacity {
+                let n = CHUNK_SLOTS.min(self.capacity - at);
+                let chunk = read_at(
+                    &self.file,
+                    Self::HEADER + 16 * at,
+                    (16 * n) as usize,
+                    &self.path,
+                )?;
+                for s in chunk.chunks_exact(16) {
+                    if s[8..] == [0u8; 8] {
+                        continue;
+                    }
+                    let k = u64::from_be_bytes(s[..8].try_into().unwrap_or([0; 8]));
+                    let home = k & mask;
+                    if home >= first && home < first + region {
+                        let mut slot = [0u8; 16];
+                        slot.copy_from_slice(s);
+                        place(slot, &mut buf, &mut overflow);
+                        next.count += 1;
+                    }
+                }
+                at += n;
+            }
+            next.file
+                .write_all_at(&buf, Self::HEADER + 16 * first)
+                .map_err(|e| LogError::io(&tmp, e))?;
+            first += region;
+            if first < next.capacity {
+                carried = overflow;
+            } else {
+                wrapped = overflow;
+            }
+        }
+        // Probes that ran off the end continue at slot 0 (rare).
+        for slot in wrapped {
+            let k = u64::from_be_bytes(slot[..8].try_into().unwrap_or([0; 8]));
             let mut i = k & mask;
-            while slots[(16 * i + 8) as usize..(16 * i + 16) as usize] != [0u8; 8] {
+            loop {
+                let (_, v) = next.slot(i)?;
+                if v == 0 {
+                    next.file
+                        .write_all_at(&slot, Self::HEADER + 16 * i)
+                        .map_err(|e| LogError::io(&tmp, e))?;
+                    break;
+                }
                 i = (i + 1) & mask;
             }
-            slots[(16 * i) as usize..(16 * i + 16) as usize].copy_from_slice(s);
-            next.count += 1;
         }
-        next.file
-            .write_all_at(&slots, Self::HEADER)
-            .map_err(|e| LogError::io(&tmp, e))?;
         next.watermark = self.watermark;
         next.write_header()?;
         next.file.sync_all().map_err(|e| LogError::io(&tmp, e))?;
@@ -1768,6 +1830,31 @@ mod tests {
         assert_eq!(tile_index_path(1_234_067), "x001/x234/067");
         assert_eq!(bundle_path(5), "tile/entries/005");
         assert_eq!(hash_tile_path(1, 1234), "tile/1/x001/234");
+    }
+
+    #[test]
+    fn a_grown_index_finds_every_key_even_clustered_at_region_and_table_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = DiskTable::create(&dir.path().join("t.idx"), 1 << 9).unwrap();
+        // Keys whose homes crowd the last slots of every region of the grown
+        // table (and of the table itself), so probes carry and wrap.
+        let region = (4u64 << 9) / DiskTable::GROW_PASSES;
+        let mut keys = Vec::new();
+        for r in 0..DiskTable::GROW_PASSES {
+            for j in 0..20u64 {
+                keys.push((r + 1) * region - 3 + (j << 40));
+            }
+        }
+        keys.extend((0..150u64).map(|i| mix64(i) | 1));
+        for (v, k) in keys.iter().enumerate() {
+            t.insert(*k, v as u64, &mut |_| Ok(false)).unwrap();
+        }
+        assert_eq!(t.capacity, 4 << 9, "it grew once");
+        for (v, k) in keys.iter().enumerate() {
+            let found = t.find(*k, &mut |x| Ok(x == v as u64)).unwrap();
+            assert_eq!(found, Some(v as u64), "key {k:#x}");
+        }
+        assert_eq!(t.count, keys.len() as u64);
     }
 
     #[test]

@@ -351,7 +351,22 @@ fn a_log_past_one_full_level_one_tile_proves_like_a_tree_in_memory() {
         );
     }
     assert_eq!(store.node(16, 0).unwrap(), tree.node(16, 0).unwrap());
-    assert_eq!(store.statement_seq(&digest(40_000)).unwrap(), Some(40_000));
+    // The statement index grew twice on the way (16,384 → 65,536 → 262,144
+    // slots): every statement is still found, and no other.
+    for s in (0..n).step_by(7) {
+        assert_eq!(
+            store.statement_seq(&digest(s)).unwrap(),
+            Some(s),
+            "statement {s}"
+        );
+    }
+    assert_eq!(store.statement_seq(&digest(n + 1)).unwrap(), None);
+    assert_eq!(
+        std::fs::metadata(dir.path().join("tiles/statements.idx"))
+            .unwrap()
+            .len(),
+        4096 + 16 * (1 << 18)
+    );
 }
 
 proptest! {

@@ -1627,14 +1627,22 @@ impl Store for TileStore {
     }
 
     fn event_range(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>> {
-        let view = self.read_view().clone();
-        let to = to.min(view.len);
-        let open_start = view.len - view.open_bundle.len() as u64;
+        // What is needed of the open bundle, copied under the read lock.
+        let (to, open_start, open) = {
+            let view = self.read_view();
+            let to = to.min(view.len);
+            let open_start = view.len - view.open_bundle.len() as u64;
+            let lo = from.clamp(open_start, to.max(open_start));
+            let hi = to.max(open_start);
+            let open: Vec<Entry> =
+                view.open_bundle[(lo - open_start) as usize..(hi - open_start) as usize].to_vec();
+            (to, lo, open)
+        };
         let mut out = Vec::with_capacity(to.saturating_sub(from) as usize);
         let mut seq = from;
         while seq < to {
             if seq >= open_start {
-                let e = &view.open_bundle[(seq - open_start) as usize];
+                let e = &open[(seq - open_start) as usize];
                 out.push((seq, self.entry_bytes(seq, e)?));
                 seq += 1;
                 continue;
@@ -1680,17 +1688,25 @@ impl Store for TileStore {
     }
 
     fn leaf_hashes(&self, from: u64, to: u64) -> Result<Vec<(u64, Hash)>> {
-        let view = self.read_view().clone();
-        let to = to.min(view.len);
+        let (len, partial) = {
+            let view = self.read_view();
+            let partial = if to.min(view.len) > view.len / TILE_WIDTH * TILE_WIDTH {
+                view.partial_tiles.first().cloned()
+            } else {
+                None
+            };
+            (view.len, partial)
+        };
+        let to = to.min(len);
         let mut out = Vec::new();
         let mut seq = from;
         while seq < to {
             let tile = seq / TILE_WIDTH;
             let end = to.min((tile + 1) * TILE_WIDTH);
-            if tile < view.len / TILE_WIDTH {
+            if tile < len / TILE_WIDTH {
                 let hashes = self.full_tile(0, tile)?;
                 out.extend((seq..end).map(|s| (s, hashes[(s % TILE_WIDTH) as usize])));
-            } else if let Some(p) = view.partial_tiles.first() {
+            } else if let Some(p) = &partial {
                 out.extend(
                     (seq..end).filter_map(|s| p.get((s % TILE_WIDTH) as usize).map(|h| (s, *h))),
                 );
@@ -1701,17 +1717,20 @@ impl Store for TileStore {
     }
 
     fn checkpoint(&self, size: Option<u64>) -> Result<Option<(u64, String)>> {
-        let view = self.read_view().clone();
-        let Some(size) = size else {
-            return Ok(view.latest);
+        let (latest, commits_end) = {
+            let view = self.read_view();
+            (view.latest.clone(), view.commits_end)
         };
-        if view.latest.as_ref().is_some_and(|l| l.0 == size) {
-            return Ok(view.latest);
+        let Some(size) = size else {
+            return Ok(latest);
+        };
+        if latest.as_ref().is_some_and(|l| l.0 == size) {
+            return Ok(latest);
         }
         let ix = self.indexes.lock().unwrap_or_else(PoisonError::into_inner);
         let mut found = None;
         ix.checkpoints.find(mix64(size), &mut |offset| {
-            Ok(match self.checkpoint_at(offset, view.commits_end)? {
+            Ok(match self.checkpoint_at(offset, commits_end)? {
                 Some(c) if c.0 == size => {
                     found = Some(c);
                     true

@@ -66,21 +66,6 @@ fn lines(out: &Output) -> Vec<Value> {
         .collect()
 }
 
-/// Reads `listening on ADDR` from a `docket serve` child; keeps draining.
-fn listening_url(child: &mut std::process::Child) -> String {
-    use std::io::BufRead;
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = std::io::BufReader::new(stdout).lines();
-    let addr = loop {
-        let line = lines.next().expect("serve printed its address").unwrap();
-        if let Some(a) = line.strip_prefix("listening on ") {
-            break a.trim().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    format!("http://{addr}")
-}
-
 #[test]
 fn given_submitted_evidence_when_listed_then_each_oid_has_its_record_and_references() {
     let root = tempfile::tempdir().unwrap();
@@ -261,15 +246,7 @@ fn given_submitted_evidence_when_listed_then_each_oid_has_its_record_and_referen
     .stdout
     .clone();
     let embedded_logs = out_of(&data, None, &task, "logs");
-    let mut serve = docket()
-        .arg("--data")
-        .arg(&data)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let url = listening_url(&mut serve);
+    let (mut serve, url) = support::serve(&data);
     let result = std::panic::catch_unwind(|| {
         let remote = run(
             &data,

@@ -125,15 +125,7 @@ fn given_a_served_ledger_when_migrated_then_it_is_refused_naming_the_server() {
     let data = dir.path().join("d");
     let (code, _, t) = json(&data, &["--store", "sled", "init"]);
     assert_eq!(code, Some(0), "{t}");
-    let mut server = docket()
-        .arg("--data")
-        .arg(&data)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start the server");
-    let _url = support::listening_url(&mut server);
+    let (mut server, _url) = support::serve(&data);
     let (code, _, t) = json(&data, &["migrate", "--layout", "tiles"]);
     server.kill().expect("stop the server");
     server.wait().expect("server exit");

@@ -6,7 +6,7 @@ mod support;
 
 use std::path::Path;
 use std::process::Output;
-use support::{docket, listening_url};
+use support::docket;
 
 fn ok(out: &Output) {
     assert!(
@@ -161,15 +161,7 @@ fn submit_reports_the_verdict_of_the_submission_it_made() {
     assert!(stdout.contains(" PASS"), "{stdout}");
     assert!(!stdout.contains("FAIL"), "{stdout}");
     // And through a server: fail, pass, fail again.
-    let mut serve = docket()
-        .arg("--data")
-        .arg(&data)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let url = listening_url(&mut serve);
+    let (mut serve, url) = support::serve(&data);
     let result = std::panic::catch_unwind(|| {
         let out = submit(&data, Some(&url), "fail", &task, &key);
         assert_eq!(out.status.code(), Some(5));

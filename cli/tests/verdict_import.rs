@@ -9,7 +9,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use support::{docket, text};
+use support::{docket, listening_url, text};
 
 use serde_json::{Value, json};
 
@@ -355,21 +355,6 @@ fn good_missing_and_malformed_verdict_json_embedded() {
     assert_eq!(show(&data, &t4).1["fail_class"], "verdict_missing");
 }
 
-/// Reads `listening on ADDR` from a `docket serve` child; keeps draining.
-fn listening_url(child: &mut std::process::Child) -> String {
-    use std::io::BufRead;
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = std::io::BufReader::new(stdout).lines();
-    let addr = loop {
-        let line = lines.next().expect("serve printed its address").unwrap();
-        if let Some(a) = line.strip_prefix("listening on ") {
-            break a.trim().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    format!("http://{addr}")
-}
-
 #[test]
 fn import_through_docket_serve() {
     let root = tempfile::tempdir().unwrap();
@@ -392,15 +377,7 @@ fn import_through_docket_serve() {
     );
     let none = run_dir(root, "none", None, &[]);
     let bad = run_dir(root, "bad", Some("[]"), &[]);
-    let mut serve = docket()
-        .arg("--data")
-        .arg(&data)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let url = listening_url(&mut serve);
+    let (mut serve, url) = support::serve(&data);
     let v_sha = std::sync::Mutex::new(String::new());
     let result = std::panic::catch_unwind(|| {
         let u = Some(url.as_str());

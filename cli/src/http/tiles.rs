@@ -224,14 +224,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn index_encoding_matches_the_spec() {
-        assert_eq!(encode_index(0), "000");
-        assert_eq!(encode_index(5), "005");
-        assert_eq!(encode_index(1000), "x001/000");
-        assert_eq!(encode_index(1_234_067), "x001/x234/067");
-    }
-
-    #[test]
     fn parses_canonical_paths_only() {
         let t = parse("0/x001/x234/067").unwrap();
         assert_eq!((t.level, t.index, t.partial), (Some(0), 1_234_067, None));

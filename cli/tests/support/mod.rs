@@ -51,3 +51,19 @@ pub fn listening_url(child: &mut std::process::Child) -> String {
     std::thread::spawn(move || for _ in lines {});
     format!("http://{addr}")
 }
+
+/// Starts `docket serve` on a free port of 127.0.0.1 for `data` (stdout
+/// piped and drained, stderr dropped); returns the child and its
+/// `http://ADDR`. The caller kills it.
+pub fn serve(data: &std::path::Path) -> (std::process::Child, String) {
+    let mut child = docket()
+        .arg("--data")
+        .arg(data)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start docket serve");
+    let url = listening_url(&mut child);
+    (child, url)
+}

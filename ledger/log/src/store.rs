@@ -685,16 +685,11 @@ impl Store for SledStore {
     }
 
     fn put_snapshot(&self, name: &str, bytes: &[u8]) -> Result<()> {
-        write_atomically(&self.snapshot_dir.join(format!("{name}.snap")), bytes)
+        put_snapshot_file(&self.snapshot_dir, name, bytes)
     }
 
     fn snapshot(&self, name: &str) -> Result<Option<Vec<u8>>> {
-        let path = self.snapshot_dir.join(format!("{name}.snap"));
-        match fs::read(&path) {
-            Ok(content) => Ok(Some(content)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(LogError::io(path, e)),
-        }
+        read_snapshot_file(&self.snapshot_dir, name)
     }
 
     fn anchor(&self) -> Result<Option<String>> {
@@ -841,6 +836,22 @@ fn newest_slot(slots: &[Option<String>; 2]) -> Option<usize> {
         (Some(_), None) => Some(0),
         (None, Some(_)) => Some(1),
         (Some(a), Some(b)) => Some(if b > a { 1 } else { 0 }),
+    }
+}
+
+/// Writes snapshot `name` as `DIR/snapshots/NAME.snap`, atomically (the
+/// embedded stores' snapshot files).
+pub(crate) fn put_snapshot_file(snapshot_dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+    write_atomically(&snapshot_dir.join(format!("{name}.snap")), bytes)
+}
+
+/// Reads snapshot file `NAME.snap` (`None` when there is none).
+pub(crate) fn read_snapshot_file(snapshot_dir: &Path, name: &str) -> Result<Option<Vec<u8>>> {
+    let path = snapshot_dir.join(format!("{name}.snap"));
+    match fs::read(&path) {
+        Ok(content) => Ok(Some(content)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(LogError::io(path, e)),
     }
 }
 

@@ -275,19 +275,24 @@ impl CommitRecord {
     }
 }
 
+/// Opens `path` for reading and writing, creating it empty if missing.
+fn open_rw(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| LogError::io(path, e))
+}
+
 /// Takes `tiles/lock` exclusively. A lock held by this process (a store
 /// just dropped by another thread) is retried briefly; one held elsewhere
 /// (a running `docket serve`) is reported, in the words sled uses.
 fn lock_store(root: &Path) -> Result<File> {
     const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
     let path = root.join("lock");
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| LogError::io(&path, e))?;
+    let file = open_rw(&path)?;
     let started = std::time::Instant::now();
     loop {
         match file.try_lock() {
@@ -1362,13 +1367,7 @@ impl TileStore {
                 sync_dir(dir)?;
             }
         }
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| LogError::io(&path, e))?;
+        let f = open_rw(&path)?;
         if w.cut_pending || w.part_bytes == 0 {
             // Bytes past the logical end are from a commit that never
             // returned (a new bundle's file may hold some too).
@@ -1801,16 +1800,11 @@ impl Store for TileStore {
     }
 
     fn put_snapshot(&self, name: &str, bytes: &[u8]) -> Result<()> {
-        write_atomically(&self.snapshot_dir.join(format!("{name}.snap")), bytes)
+        crate::store::put_snapshot_file(&self.snapshot_dir, name, bytes)
     }
 
     fn snapshot(&self, name: &str) -> Result<Option<Vec<u8>>> {
-        let path = self.snapshot_dir.join(format!("{name}.snap"));
-        match fs::read(&path) {
-            Ok(content) => Ok(Some(content)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(LogError::io(path, e)),
-        }
+        crate::store::read_snapshot_file(&self.snapshot_dir, name)
     }
 
     fn anchor(&self) -> Result<Option<String>> {

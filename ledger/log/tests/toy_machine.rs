@@ -111,6 +111,18 @@ fn create_with(dir: &Path, layout: Layout) -> ToyLog {
 
 const LAYOUTS: [Layout; 2] = [Layout::Tiles, Layout::Sled];
 
+/// A closed log of `layout` holding `n` sets of `x` by author 1.
+fn closed_log(layout: Layout, n: u64) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let log = create_with(dir.path(), layout);
+    let a = author(1);
+    for i in 0..n {
+        log.append(set("x", &i.to_string(), &a)).unwrap();
+    }
+    log.close().unwrap();
+    dir
+}
+
 /// Damage done to a closed ledger's store behind its back, for either
 /// layout (the byte formats are those of docs/FORMAT.md).
 mod tamper {
@@ -284,14 +296,7 @@ fn given_a_tampered_snapshot_when_opened_then_it_is_rebuilt_from_the_log() {
 #[test]
 fn given_a_snapshot_from_a_longer_log_when_opened_then_it_is_log_damage() {
     for layout in LAYOUTS {
-        let dir = tempfile::tempdir().unwrap();
-        let log = create_with(dir.path(), layout);
-        let a = author(1);
-        for i in 0..10 {
-            log.append(set("x", &i.to_string(), &a)).unwrap();
-        }
-        log.close().unwrap();
-        drop(log);
+        let dir = closed_log(layout, 10);
         // Cut the last four events out of the store, and the anchor with them
         // (as if both were lost): the snapshots still say 10.
         let snapshots: Vec<(String, Vec<u8>)> = ["values", "count"]
@@ -314,14 +319,7 @@ fn given_a_snapshot_from_a_longer_log_when_opened_then_it_is_log_damage() {
 #[test]
 fn given_a_truncated_log_when_opened_then_it_is_refused_naming_where() {
     for layout in LAYOUTS {
-        let dir = tempfile::tempdir().unwrap();
-        let log = create_with(dir.path(), layout);
-        let a = author(1);
-        for i in 0..20 {
-            log.append(set("x", &i.to_string(), &a)).unwrap();
-        }
-        log.close().unwrap();
-        drop(log);
+        let dir = closed_log(layout, 20);
         std::fs::remove_dir_all(dir.path().join("snapshots")).unwrap();
         std::fs::create_dir(dir.path().join("snapshots")).unwrap();
         tamper::cut_tail(dir.path(), 15);
@@ -339,14 +337,7 @@ fn given_a_truncated_log_when_opened_then_it_is_refused_naming_where() {
 #[test]
 fn given_a_rewritten_event_when_opened_then_it_is_refused() {
     for layout in LAYOUTS {
-        let dir = tempfile::tempdir().unwrap();
-        let log = create_with(dir.path(), layout);
-        let a = author(1);
-        for i in 0..20 {
-            log.append(set("x", &i.to_string(), &a)).unwrap();
-        }
-        log.close().unwrap();
-        drop(log);
+        let dir = closed_log(layout, 20);
         tamper::flip(dir.path(), 7);
         let err = open(dir.path()).unwrap_err();
         assert!(err.to_string().contains("event 7"), "{layout:?}: {err}");

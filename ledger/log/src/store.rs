@@ -232,17 +232,7 @@ impl SledStore {
     pub fn open(dir: &Path) -> Result<Self> {
         let log_dir = dir.join("log");
         let snapshot_dir = dir.join("snapshots");
-        for d in [&log_dir, &snapshot_dir] {
-            if !d.is_dir() {
-                return Err(LogError::corrupt(
-                    d.file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default()
-                        + "/",
-                    "the directory is missing from the data directory",
-                ));
-            }
-        }
+        require_dirs(&[&log_dir, &snapshot_dir])?;
         let anchor = Anchor::open(&dir.join("anchor"))?;
         let config = sled::Config::new()
             .path(&log_dir)
@@ -837,6 +827,24 @@ fn newest_slot(slots: &[Option<String>; 2]) -> Option<usize> {
         (None, Some(_)) => Some(1),
         (Some(a), Some(b)) => Some(if b > a { 1 } else { 0 }),
     }
+}
+
+/// Refuses to open a store whose directories are missing: a missing one is
+/// reported (corruption naming it), never silently recreated, because a
+/// fresh empty store would hide a lost log.
+pub(crate) fn require_dirs(dirs: &[&Path]) -> Result<()> {
+    for d in dirs {
+        if !d.is_dir() {
+            return Err(LogError::corrupt(
+                d.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+                    + "/",
+                "the directory is missing from the data directory",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Writes snapshot `name` as `DIR/snapshots/NAME.snap`, atomically (the

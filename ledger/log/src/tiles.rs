@@ -807,17 +807,7 @@ impl TileStore {
     pub fn open(dir: &Path) -> Result<Self> {
         let root = dir.join("tiles");
         let snapshot_dir = dir.join("snapshots");
-        for d in [&root, &snapshot_dir] {
-            if !d.is_dir() {
-                return Err(LogError::corrupt(
-                    d.file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default()
-                        + "/",
-                    "the directory is missing from the data directory",
-                ));
-            }
-        }
+        crate::store::require_dirs(&[&root, &snapshot_dir])?;
         let lock = lock_store(&root)?;
         let anchor = Anchor::open(&dir.join("anchor"))?;
         let commits_path = root.join("commits");

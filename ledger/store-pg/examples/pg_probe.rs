@@ -11,34 +11,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use docket_log::event::Statement;
-use docket_log::machine::{AdmitContext, StateMachine};
-use docket_log::{Event, Log, LogOptions};
+use docket_log::{Log, LogOptions};
 use docket_store_pg::scratch::{self, ScratchPostgres};
 use docket_store_pg::{NodeOptions, PgStore, Role, migrate, open_node};
 
-/// Admits everything; counts events.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Count(u64);
+// The log core probes' trivial state machine.
+#[path = "../../log/examples/common/mod.rs"]
+#[allow(
+    dead_code,
+    reason = "this probe uses the state machine, not the layout option"
+)]
+mod common;
 
-impl StateMachine for Count {
-    fn admit(&self, _: &Statement, _: &AdmitContext) -> docket_log::Result<()> {
-        Ok(())
-    }
-    fn apply(&mut self, _: &Event) -> docket_log::Result<()> {
-        self.0 += 1;
-        Ok(())
-    }
-    fn snapshot(&self) -> Vec<(&'static str, Vec<u8>)> {
-        vec![("count", self.0.to_string().into_bytes())]
-    }
-    fn restore(_: u64, parts: &[(String, Vec<u8>)]) -> docket_log::Result<Self> {
-        let n = parts
-            .first()
-            .and_then(|(_, b)| std::str::from_utf8(b).ok()?.parse().ok())
-            .unwrap_or(0);
-        Ok(Self(n))
-    }
-}
+use common::Count;
 
 fn append(log: &Log<Count>, writers: u64, total: u64, tag: &str) -> f64 {
     let per = total / writers;

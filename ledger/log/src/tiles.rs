@@ -1744,6 +1744,11 @@ impl Store for TileStore {
     fn put_checkpoints(&self, checkpoints: &[(u64, String)]) -> Result<()> {
         let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         let w = &mut *guard;
+        if w.broken {
+            return Err(LogError::FailedPrecondition(
+                "an earlier commit to the tile store failed; reopen the ledger".into(),
+            ));
+        }
         if w.cut_pending {
             self.commits
                 .set_len(w.view.commits_end)

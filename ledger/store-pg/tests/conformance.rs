@@ -1,7 +1,8 @@
-//! One store conformance suite, run against both stores: the embedded sled
-//! store and the PostgreSQL store on a real (throwaway) server. Every test
-//! body runs once per backend; without PostgreSQL the sled half runs and
-//! the PostgreSQL half prints `SKIPPED: no PostgreSQL`.
+//! One store conformance suite, run against every store: the two embedded
+//! stores (the tile store and sled) and the PostgreSQL store on a real
+//! (throwaway) server. Every test body runs once per backend; without
+//! PostgreSQL the embedded ones run and the PostgreSQL part prints
+//! `SKIPPED: no PostgreSQL`.
 //!
 //! Covered: commit and read back, ranges (clamped), the statement index,
 //! checkpoints, snapshots, the anchor, proofs through the Merkle functions

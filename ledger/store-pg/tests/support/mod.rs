@@ -1,6 +1,6 @@
 //! Shared by the store tests: a toy state machine, and each backend (the
-//! sled store, the PostgreSQL store on a throwaway server) behind one
-//! interface, so one test body runs against both.
+//! tile store, the sled store, the PostgreSQL store on a throwaway server)
+//! behind one interface, so one test body runs against all of them.
 
 #![allow(dead_code)] // reason: each test file uses part of it
 
@@ -121,7 +121,7 @@ pub struct Backend {
     pub url: Option<String>,
 }
 
-/// Every backend available here: sled always, PostgreSQL when a server
+/// Every backend available here: sled and tiles always, PostgreSQL when a server
 /// can be started (else `SKIPPED` is printed for it).
 pub fn backends() -> Vec<Backend> {
     let mut out = vec![

@@ -94,8 +94,8 @@ fn given_a_sled_ledger_when_migrated_to_tiles_and_back_then_nothing_changes() {
 
     // A second migration to the same layout is refused, changing nothing.
     let (code, _, t) = json(&data, &["migrate", "--layout", "tiles"]);
-    assert_ne!(code, Some(0), "{t}");
-    assert!(t.contains("already"), "{t}");
+    assert_eq!(code, Some(2), "a refused request: {t}");
+    assert!(t.contains("already has the tiles layout"), "{t}");
 
     // Back to sled (the first old store deleted, as an operator would).
     std::fs::remove_dir_all(data.join("log.migrated")).expect("delete the old store");
@@ -129,7 +129,7 @@ fn given_a_served_ledger_when_migrated_then_it_is_refused_naming_the_server() {
     let (code, _, t) = json(&data, &["migrate", "--layout", "tiles"]);
     server.kill().expect("stop the server");
     server.wait().expect("server exit");
-    assert_ne!(code, Some(0), "{t}");
+    assert_eq!(code, Some(64), "a usage error: {t}");
     assert!(t.contains("server"), "{t}");
     assert!(
         data.join("log").is_dir() && !data.join("tiles").exists(),

@@ -238,15 +238,12 @@ pub fn migrate_layout<M: StateMachine>(
     let from = Layout::of(dir);
     if from == to {
         return Err(LogError::FailedPrecondition(format!(
-            "the ledger in {} already has the {to:?} layout",
-            dir.display()
+            "the ledger in {} already has the {} layout",
+            dir.display(),
+            to.name()
         )));
     }
-    let name = |l: Layout| match l {
-        Layout::Sled => "log",
-        _ => "tiles",
-    };
-    let old_aside = dir.join(format!("{}.migrated", name(from)));
+    let old_aside = dir.join(format!("{}.migrated", from.store_dir()));
     if old_aside.exists() {
         return Err(LogError::AlreadyExists {
             what: format!(
@@ -267,7 +264,7 @@ pub fn migrate_layout<M: StateMachine>(
     let replay = verify_copy::<M>(target.as_ref(), &verifier, copy.events, &copy.root)?;
     drop(target);
     drop(source);
-    let new_store = dir.join(name(to));
+    let new_store = dir.join(to.store_dir());
     let rename = |a: &std::path::Path, b: &std::path::Path| {
         std::fs::rename(a, b).map_err(|e| LogError::io(b, e))?;
         crate::store::sync_dir(dir)
@@ -275,8 +272,8 @@ pub fn migrate_layout<M: StateMachine>(
     // Tiles win when both directories exist: to tiles, the new store moves
     // in first (that rename is the switch); to sled, it moves in first and
     // moving the tiles aside is the switch.
-    rename(&staging.join(name(to)), &new_store)?;
-    rename(&dir.join(name(from)), &old_aside)?;
+    rename(&staging.join(to.store_dir()), &new_store)?;
+    rename(&dir.join(from.store_dir()), &old_aside)?;
     std::fs::remove_dir_all(&staging).map_err(|e| LogError::io(&staging, e))?;
     crate::store::sync_dir(dir)?;
     Ok(LayoutMigration {

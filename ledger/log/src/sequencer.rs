@@ -85,6 +85,22 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// The layout's name, as `--store` and `migrate --layout` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Tiles => "tiles",
+            Layout::Sled => "sled",
+        }
+    }
+
+    /// The store's directory in a data directory (`tiles`, `log`).
+    pub fn store_dir(self) -> &'static str {
+        match self {
+            Layout::Tiles => "tiles",
+            Layout::Sled => "log",
+        }
+    }
+
     /// The layout of the ledger under `dir`: tiles when `DIR/tiles/`
     /// exists, else sled.
     pub fn of(dir: &Path) -> Layout {

@@ -1494,8 +1494,7 @@ impl TileStore {
             }
         }
         // The commit record: what makes the commit atomic.
-        let checkpoint_first = batch.checkpoint.as_ref();
-        let record = CommitRecord::encode(next, &batch.statements, checkpoint_first);
+        let record = CommitRecord::encode(next, &batch.statements, batch.checkpoint.as_ref());
         let start = w.view.commits_end;
         self.commits
             .write_all_at(&record, start)

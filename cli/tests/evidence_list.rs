@@ -246,7 +246,8 @@ fn given_submitted_evidence_when_listed_then_each_oid_has_its_record_and_referen
     .stdout
     .clone();
     let embedded_logs = out_of(&data, None, &task, "logs");
-    let (mut serve, url) = support::serve(&data);
+    let serve = support::Server::start(&data);
+    let url = serve.url.clone();
     let result = std::panic::catch_unwind(|| {
         let remote = run(
             &data,
@@ -277,8 +278,7 @@ fn given_submitted_evidence_when_listed_then_each_oid_has_its_record_and_referen
         );
         assert_eq!(out.status.code(), Some(4), "{}", text(&out));
     });
-    let _ = serve.kill();
-    let _ = serve.wait();
+    drop(serve);
     result.unwrap();
 }
 

@@ -12,9 +12,9 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-use support::{docket, listening_url};
+use support::{Server, docket};
 
 use docket_verifier::execution::{
     TRUNCATION_KEEP, TRUNCATION_MARKER, evidence_hash_preimage, truncate_output,
@@ -42,34 +42,6 @@ fn json_of(out: &Output) -> Value {
 
 fn sha_hex(b: &[u8]) -> String {
     hex::encode(Sha256::digest(b))
-}
-
-/// A `docket serve` child on 127.0.0.1, killed on drop.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start(data: &Path) -> Server {
-        let mut child = docket()
-            .arg("--data")
-            .arg(data)
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn docket serve");
-        let url = listening_url(&mut child);
-        Server { child, url }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A ledger with a gateway key, a submitter key, an approver key and (when

@@ -125,10 +125,9 @@ fn given_a_served_ledger_when_migrated_then_it_is_refused_naming_the_server() {
     let data = dir.path().join("d");
     let (code, _, t) = json(&data, &["--store", "sled", "init"]);
     assert_eq!(code, Some(0), "{t}");
-    let (mut server, _url) = support::serve(&data);
+    let server = support::Server::start(&data);
     let (code, _, t) = json(&data, &["migrate", "--layout", "tiles"]);
-    server.kill().expect("stop the server");
-    server.wait().expect("server exit");
+    drop(server);
     assert_eq!(code, Some(64), "a usage error: {t}");
     assert!(t.contains("server"), "{t}");
     assert!(

@@ -161,7 +161,8 @@ fn submit_reports_the_verdict_of_the_submission_it_made() {
     assert!(stdout.contains(" PASS"), "{stdout}");
     assert!(!stdout.contains("FAIL"), "{stdout}");
     // And through a server: fail, pass, fail again.
-    let (mut serve, url) = support::serve(&data);
+    let serve = support::Server::start(&data);
+    let url = serve.url.clone();
     let result = std::panic::catch_unwind(|| {
         let out = submit(&data, Some(&url), "fail", &task, &key);
         assert_eq!(out.status.code(), Some(5));
@@ -169,8 +170,7 @@ fn submit_reports_the_verdict_of_the_submission_it_made() {
         ok(&out);
         assert!(String::from_utf8_lossy(&out.stdout).contains(" PASS"));
     });
-    let _ = serve.kill();
-    let _ = serve.wait();
+    drop(serve);
     result.unwrap();
 }
 

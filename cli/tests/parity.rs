@@ -15,8 +15,8 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use support::{docket, listening_url};
+use std::process::{Command, Output};
+use support::{Server, docket};
 
 use serde_json::Value;
 
@@ -36,42 +36,6 @@ fn show(out: &Output) -> String {
 fn ok(out: &Output) -> &Output {
     assert!(out.status.success(), "{}", show(out));
     out
-}
-
-/// A `docket serve` child on 127.0.0.1, killed on drop.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start(data: &Path) -> Server {
-        let mut child = docket()
-            .arg("--data")
-            .arg(data)
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn docket serve");
-        let url = listening_url(&mut child);
-        Server { child, url }
-    }
-
-    fn stop(mut self) {
-        // SIGTERM: a graceful stop releases the data directory's lock.
-        let _ = Command::new("kill")
-            .arg(self.child.id().to_string())
-            .status();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Runs `args` with `--json`; `{OUT}` in an argument becomes `out`.

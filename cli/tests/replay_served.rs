@@ -8,42 +8,10 @@
 
 mod support;
 
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::Write as _;
 use std::path::Path;
-use std::process::{Child, Output, Stdio};
-use support::{docket, text};
-
-/// A `docket serve` child, killed when dropped.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve(data: &Path) -> Server {
-    let mut child = docket()
-        .arg("--data")
-        .arg(data)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    loop {
-        let line = lines.next().expect("serve prints its address").unwrap();
-        if line.contains("listening on") {
-            break;
-        }
-    }
-    // Keep draining stdout so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Server(child)
-}
+use std::process::{Output, Stdio};
+use support::{Server, docket, text};
 
 fn append_notes(data: &Path, n: usize) {
     let mut child = docket()
@@ -86,7 +54,7 @@ fn replay_verify_runs_while_the_server_holds_the_data_directory() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let _server = serve(&data);
+    let _server = Server::start(&data);
     // Local commands go through the server that holds the directory.
     append_notes(&data, 40);
 

@@ -9,7 +9,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use support::{docket, listening_url, text};
+use support::{docket, text};
 
 use serde_json::{Value, json};
 
@@ -377,7 +377,8 @@ fn import_through_docket_serve() {
     );
     let none = run_dir(root, "none", None, &[]);
     let bad = run_dir(root, "bad", Some("[]"), &[]);
-    let (mut serve, url) = support::serve(&data);
+    let serve = support::Server::start(&data);
+    let url = serve.url.clone();
     let v_sha = std::sync::Mutex::new(String::new());
     let result = std::panic::catch_unwind(|| {
         let u = Some(url.as_str());
@@ -435,8 +436,7 @@ fn import_through_docket_serve() {
             4,
         );
     });
-    let _ = serve.kill();
-    let _ = serve.wait();
+    drop(serve);
     result.unwrap();
     // The same answers from the data directory after the server stopped.
     assert_eq!(show(&data, &t1).1["status"], "pass");
@@ -572,21 +572,8 @@ fn the_server_records_passed_deadlines_on_its_sweep_timer() {
     code(&run(&data, None, &["init"]), 0);
     let late = task(root, &data, 1, Some("2020-01-01T00:00:00Z"));
     let ahead = task(root, &data, 2, Some("2999-01-01T00:00:00Z"));
-    let mut serve = docket()
-        .arg("--data")
-        .arg(&data)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--sweep-every-secs",
-            "1",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let url = listening_url(&mut serve);
+    let serve = support::Server::start_with(&data, &["--sweep-every-secs", "1"]);
+    let url = serve.url.clone();
     let result = std::panic::catch_unwind(|| {
         let u = Some(url.as_str());
         // Given a served ledger with a task whose deadline passed, when the
@@ -607,8 +594,7 @@ fn the_server_records_passed_deadlines_on_its_sweep_timer() {
         // A deadline command goes to the data directory, not the server.
         code(&run(&data, u, &["verdict", "deadlines"]), 64);
     });
-    let _ = serve.kill();
-    let _ = serve.wait();
+    drop(serve);
     result.unwrap();
     // Replay of what the server recorded: clean, same verdict.
     code(&run(&data, None, &["replay", "--verify"]), 0);

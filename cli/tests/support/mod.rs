@@ -52,18 +52,48 @@ pub fn listening_url(child: &mut std::process::Child) -> String {
     format!("http://{addr}")
 }
 
-/// Starts `docket serve` on a free port of 127.0.0.1 for `data` (stdout
-/// piped and drained, stderr dropped); returns the child and its
-/// `http://ADDR`. The caller kills it.
-pub fn serve(data: &std::path::Path) -> (std::process::Child, String) {
-    let mut child = docket()
-        .arg("--data")
-        .arg(data)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start docket serve");
-    let url = listening_url(&mut child);
-    (child, url)
+/// A `docket serve` child on a free port of 127.0.0.1 (stdout drained,
+/// stderr dropped), killed when dropped.
+pub struct Server {
+    child: std::process::Child,
+    /// `http://ADDR`.
+    pub url: String,
+}
+
+impl Server {
+    /// Starts `docket serve` for `data` and waits for its address.
+    pub fn start(data: &std::path::Path) -> Server {
+        Self::start_with(data, &[])
+    }
+
+    /// [`Server::start`] with more `serve` flags.
+    pub fn start_with(data: &std::path::Path, flags: &[&str]) -> Server {
+        let mut child = docket()
+            .arg("--data")
+            .arg(data)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(flags)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start docket serve");
+        let url = listening_url(&mut child);
+        Server { child, url }
+    }
+
+    /// Stops it with SIGTERM (a graceful stop releases the data
+    /// directory's lock) and waits.
+    pub fn stop(mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -104,7 +104,7 @@ impl Layout {
     /// The layout of the ledger under `dir`: tiles when `DIR/tiles/`
     /// exists, else sled.
     pub fn of(dir: &Path) -> Layout {
-        if crate::tiles::TileStore::exists(dir) {
+        if dir.join(Layout::Tiles.store_dir()).is_dir() {
             Layout::Tiles
         } else {
             Layout::Sled
@@ -123,7 +123,10 @@ impl Layout {
 /// Opens the embedded store of the ledger under `dir`, whichever layout it
 /// has; a store that does not open is reported as corruption naming it.
 pub fn open_local_store(dir: &Path) -> Result<Arc<dyn Store>> {
-    if !dir.join("tiles").exists() && !dir.join("log").exists() {
+    if ![Layout::Tiles, Layout::Sled]
+        .iter()
+        .any(|l| dir.join(l.store_dir()).exists())
+    {
         return Err(LogError::corrupt(
             "tiles/",
             "the store is missing from the data directory (tiles/, or log/ for a sled ledger)",

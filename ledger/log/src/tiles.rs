@@ -764,11 +764,6 @@ impl TileStore {
         Ok((path, offset as u64, entry.len()))
     }
 
-    /// Whether `dir` holds a tile store.
-    pub fn exists(dir: &Path) -> bool {
-        dir.join("tiles").is_dir()
-    }
-
     /// Creates an empty tile store under `dir` durably (`tiles/`,
     /// `snapshots/`, the anchor), every new name fsynced. Refuses a
     /// directory that holds a store.

@@ -639,9 +639,11 @@ struct Writer {
     view: View,
     /// Logical byte length of the open bundle's `.part` file.
     part_bytes: u64,
-    /// Physical files may hold bytes past the logical ends (a commit that
-    /// never returned): cut them before the next write.
+    /// The open bundle's file may hold bytes past its logical end (a
+    /// commit that never returned): cut them before its next write.
     cut_pending: bool,
+    /// The same for the commit log (cut before its first write).
+    commits_cut_pending: bool,
     /// A commit failed part-way: the in-memory state may be ahead of the
     /// files; refuse further writes (the log above fails stop anyway).
     broken: bool,
@@ -850,6 +852,7 @@ impl TileStore {
                 view: View::default(),
                 part_bytes: 0,
                 cut_pending: true,
+                commits_cut_pending: true,
                 broken: false,
                 part_file: None,
                 bundle_syncer: None,
@@ -898,6 +901,7 @@ impl TileStore {
             view: view.clone(),
             part_bytes,
             cut_pending: true,
+            commits_cut_pending: true,
             broken: false,
             part_file: None,
             bundle_syncer: None,
@@ -1372,6 +1376,30 @@ impl TileStore {
         Ok(())
     }
 
+    /// The writer, unless an earlier commit failed part-way (its in-memory
+    /// state may be ahead of the files: the log above fails stop anyway).
+    fn lock_writer(&self) -> Result<std::sync::MutexGuard<'_, Writer>> {
+        let guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if guard.broken {
+            return Err(LogError::FailedPrecondition(
+                "an earlier commit to the tile store failed; reopen the ledger".into(),
+            ));
+        }
+        Ok(guard)
+    }
+
+    /// Cuts bytes past the commit log's logical end (a commit that never
+    /// returned) before its first write after the open.
+    fn cut_commit_log(&self, w: &mut Writer) -> Result<()> {
+        if w.commits_cut_pending {
+            self.commits
+                .set_len(w.view.commits_end)
+                .map_err(|e| LogError::io(&self.commits_path, e))?;
+            w.commits_cut_pending = false;
+        }
+        Ok(())
+    }
+
     /// fdatasyncs the open bundle's file, if this commit wrote to it.
     fn sync_part(&self, w: &Writer) -> Result<()> {
         match &w.part_file {
@@ -1406,11 +1434,7 @@ impl TileStore {
                 "a commit's Merkle leaves do not match its events".into(),
             ));
         }
-        if w.cut_pending {
-            self.commits
-                .set_len(w.view.commits_end)
-                .map_err(|e| LogError::io(&self.commits_path, e))?;
-        }
+        self.cut_commit_log(w)?;
         // Events into bundles.
         let mut large_written = false;
         let mut buf = Vec::new();
@@ -1585,12 +1609,7 @@ impl NodeSource for TileStore {
 
 impl Store for TileStore {
     fn commit(&self, batch: &CommitBatch) -> Result<()> {
-        let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        if guard.broken {
-            return Err(LogError::FailedPrecondition(
-                "an earlier commit to the tile store failed; reopen the ledger".into(),
-            ));
-        }
+        let mut guard = self.lock_writer()?;
         let result = self.commit_locked(&mut guard, batch);
         if result.is_err() {
             guard.broken = true;
@@ -1736,19 +1755,9 @@ impl Store for TileStore {
     }
 
     fn put_checkpoints(&self, checkpoints: &[(u64, String)]) -> Result<()> {
-        let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = self.lock_writer()?;
         let w = &mut *guard;
-        if w.broken {
-            return Err(LogError::FailedPrecondition(
-                "an earlier commit to the tile store failed; reopen the ledger".into(),
-            ));
-        }
-        if w.cut_pending {
-            self.commits
-                .set_len(w.view.commits_end)
-                .map_err(|e| LogError::io(&self.commits_path, e))?;
-            w.cut_pending = false;
-        }
+        self.cut_commit_log(w)?;
         let mut bytes = Vec::new();
         let mut records = Vec::new();
         let mut at = w.view.commits_end;

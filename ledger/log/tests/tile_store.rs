@@ -420,3 +420,27 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_torn_bundle_tail_is_cut_even_when_checkpoints_are_written_first() {
+    // Given a store reopened over a commit that never returned (entries
+    // past the open bundle's end),
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    store.commit(&model.batch(100)).unwrap();
+    drop(store);
+    let part = dir.path().join("tiles/tile/entries/000.part");
+    append_garbage(&part, &vec![0x01; 200_000]);
+    let store = open(dir.path());
+    // when copied checkpoints land first and then commits fill the bundle,
+    store.put_checkpoints(&[(50, "note\n50\n".into())]).unwrap();
+    store.commit(&model.batch(200)).unwrap();
+    drop(store);
+    // then the full bundle holds exactly its 256 events, and all reads back.
+    let bytes = std::fs::read(dir.path().join("tiles/tile/entries/000")).unwrap();
+    assert_eq!(tiles::parse_bundle(&bytes).unwrap().len(), 256);
+    let store = open(dir.path());
+    check(&store, &model, 77);
+    assert_eq!(store.checkpoint(Some(50)).unwrap().map(|c| c.0), Some(50));
+}

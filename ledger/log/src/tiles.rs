@@ -19,8 +19,10 @@
 //! before it returns. A bundle that reaches 256 entries is renamed to its
 //! full name; a hash tile is written only when full (temp file, fsync,
 //! rename, fsync of the directory). The partial hash tiles are kept in
-//! memory and recomputed at open from the full tiles and the open bundle,
-//! so opening reads a bounded number of files whatever the log's size.
+//! memory; those of levels 1 and up also in the derived file
+//! `tiles/partial`, which an open uses only when it gives the latest
+//! checkpoint's root (else they are recomputed from the full tiles below),
+//! so opening reads the same few files whatever the log's size.
 //!
 //! At open the store's length is that of the last valid commit record whose
 //! events are all present; bytes past it (a commit that never returned) are
@@ -84,6 +86,9 @@ const COMMIT_END: &[u8; 4] = b"DKCE";
 const NO_CHECKPOINT: u64 = u64::MAX;
 /// Events between two syncs of the derived indexes (their watermark).
 const INDEX_SYNC_EVERY: u64 = 1024;
+const PARTIAL_MAGIC: &[u8; 4] = b"DKP1";
+/// The derived file holding the partial hash tiles of levels 1 and up.
+const PARTIAL_FILE: &str = "partial";
 
 /// The C2SP tlog-tiles encoding of a tile index: 3-digit groups, all but
 /// the last prefixed with `x` (`1234067` → `x001/x234/067`).
@@ -168,6 +173,101 @@ fn subtree_root(hashes: &[Hash]) -> Hash {
             .collect();
     }
     level[0]
+}
+
+/// `tiles/partial`: `"DKP1" || u64be(full level-0 tiles) || u8(levels)`,
+/// then per level from 1 up `u16be(count) || count hashes`, then the first
+/// 16 bytes of the SHA-256 of everything before.
+fn encode_partial(full_level0_tiles: u64, upper: &[Vec<Hash>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + upper.iter().map(|t| 2 + 32 * t.len()).sum::<usize>());
+    out.extend_from_slice(PARTIAL_MAGIC);
+    out.extend_from_slice(&full_level0_tiles.to_be_bytes());
+    // At most 7 levels above level 0 (8·L < 64 bits).
+    out.push(upper.len() as u8);
+    for tile in upper {
+        // At most 255 hashes: a tile of 256 is full and written as such.
+        out.extend_from_slice(&(tile.len() as u16).to_be_bytes());
+        for h in tile {
+            out.extend_from_slice(h);
+        }
+    }
+    let check = sha2::Sha256::digest(&out);
+    out.extend_from_slice(&check[..16]);
+    out
+}
+
+/// The upper partial tiles of `tiles/partial` if it is intact and describes
+/// a log of `full_level0_tiles` full level-0 tiles (the count of each level
+/// follows from it).
+fn decode_partial(bytes: &[u8], full_level0_tiles: u64) -> Option<Vec<Vec<Hash>>> {
+    let (body, check) = bytes.split_at_checked(bytes.len().checked_sub(16)?)?;
+    if sha2::Sha256::digest(body)[..16] != *check || body.get(..4)? != PARTIAL_MAGIC {
+        return None;
+    }
+    let stored = u64::from_be_bytes(body.get(4..12)?.try_into().ok()?);
+    if stored != full_level0_tiles {
+        return None;
+    }
+    let levels = usize::from(*body.get(12)?);
+    let mut at = 13;
+    let mut out = Vec::with_capacity(levels);
+    let mut total = full_level0_tiles;
+    for _ in 0..levels {
+        if total == 0 {
+            return None;
+        }
+        let count = usize::from(u16::from_be_bytes(body.get(at..at + 2)?.try_into().ok()?));
+        if count as u64 != total % TILE_WIDTH {
+            return None;
+        }
+        at += 2;
+        out.push(parse_tile(body.get(at..at + 32 * count)?)?);
+        at += 32 * count;
+        total /= TILE_WIDTH;
+    }
+    (total == 0 && at == body.len()).then_some(out)
+}
+
+/// The right border of a tree of `len` leaves: its partial tiles, one per
+/// tile level. Every node of a root at `len` lies in them.
+struct Border<'a> {
+    len: u64,
+    tiles: &'a [Vec<Hash>],
+}
+
+impl NodeSource for Border<'_> {
+    fn node(&self, level: u8, index: u64) -> std::result::Result<Hash, MerkleError> {
+        partial_node(self.len, self.tiles, level, index)?
+            .ok_or(MerkleError::MissingNode { level, index })
+    }
+}
+
+/// Node `(level, index)` of a tree of `len` leaves from its partial tiles;
+/// `Ok(None)` when the node lies in a full tile instead.
+fn partial_node(
+    len: u64,
+    partial_tiles: &[Vec<Hash>],
+    level: u8,
+    index: u64,
+) -> std::result::Result<Option<Hash>, MerkleError> {
+    let missing = || MerkleError::MissingNode { level, index };
+    let tile_level = level / 8;
+    let r = u32::from(level % 8);
+    let first = index.checked_shl(r).ok_or_else(missing)?;
+    let width = 1usize << r;
+    let at_level_total = len.checked_shr(8 * u32::from(tile_level)).unwrap_or(0);
+    if first + width as u64 > at_level_total {
+        return Err(missing());
+    }
+    if first / TILE_WIDTH < at_level_total / TILE_WIDTH {
+        return Ok(None);
+    }
+    let pos = (first % TILE_WIDTH) as usize;
+    let slice = partial_tiles
+        .get(usize::from(tile_level))
+        .and_then(|t| t.get(pos..pos + width))
+        .ok_or_else(missing)?;
+    Ok(Some(subtree_root(slice)))
 }
 
 fn mix64(x: u64) -> u64 {
@@ -712,6 +812,10 @@ pub struct TileStore {
     anchor: Anchor,
     commits: File,
     commits_path: PathBuf,
+    /// `tiles/partial`: the partial hash tiles of levels 1 and up (derived,
+    /// written without a sync whenever a level-0 tile fills, checked at open
+    /// against the latest checkpoint's root, recomputed when in doubt).
+    partial: File,
     view: RwLock<View>,
     writer: Mutex<Writer>,
     indexes: Mutex<Indexes>,
@@ -798,9 +902,10 @@ impl TileStore {
         Self::open(dir)
     }
 
-    /// Opens the tile store under `dir`. Reads a bounded number of files
-    /// whatever the log's size: the end of the commit log, the open bundle,
-    /// and the full tiles under the partial ones.
+    /// Opens the tile store under `dir`. Reads the same files whatever the
+    /// log's size: the end of the commit log, the open bundle and
+    /// `tiles/partial` (or, when that does not prove out, the full tiles
+    /// under the partial ones).
     pub fn open(dir: &Path) -> Result<Self> {
         let root = dir.join("tiles");
         let snapshot_dir = dir.join("snapshots");
@@ -836,6 +941,14 @@ impl TileStore {
                 }
             })
         };
+        let partial_path = root.join(PARTIAL_FILE);
+        let partial = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&partial_path)
+            .map_err(|e| LogError::io(&partial_path, e))?;
         let indexes = Indexes {
             statements: open_table("statements.idx")?,
             checkpoints: open_table("checkpoints.idx")?,
@@ -847,6 +960,7 @@ impl TileStore {
             anchor,
             commits,
             commits_path: commits_path.clone(),
+            partial,
             view: RwLock::new(View::default()),
             writer: Mutex::new(Writer {
                 view: View::default(),
@@ -891,7 +1005,14 @@ impl TileStore {
             latest,
             commits_end,
         };
-        view.partial_tiles = store.partial_tiles(&view)?;
+        view.partial_tiles = match store.stored_partial_tiles(&view)? {
+            Some(tiles) => tiles,
+            None => {
+                let tiles = store.partial_tiles(&view)?;
+                store.write_partial(view.len, &tiles)?;
+                tiles
+            }
+        };
         {
             let mut ix = store.indexes.lock().unwrap_or_else(PoisonError::into_inner);
             store.catch_up_index(&mut ix.statements, commits_end, true)?;
@@ -1228,6 +1349,72 @@ impl TileStore {
         Ok(out)
     }
 
+    /// The partial hash tiles from `tiles/partial`, if that file describes
+    /// this log length and, with the open bundle's leaves, gives the root of
+    /// the latest checkpoint (which must be at this length). `None` (and a
+    /// warning when the file is damaged or stale) means: recompute them.
+    fn stored_partial_tiles(&self, view: &View) -> Result<Option<Vec<Vec<Hash>>>> {
+        let path = self.path(PARTIAL_FILE);
+        let len = self
+            .partial
+            .metadata()
+            .map_err(|e| LogError::io(&path, e))?
+            .len();
+        if len == 0 || len > 64 * 1024 {
+            return Ok(None);
+        }
+        let bytes = read_at(&self.partial, 0, len as usize, &path)?;
+        let Some(upper) = decode_partial(&bytes, view.len / TILE_WIDTH) else {
+            tracing::warn!(
+                "tile store: tiles/partial is damaged or stale; recomputing the partial tiles"
+            );
+            return Ok(None);
+        };
+        let Some((size, note)) = view.latest.as_ref() else {
+            return Ok(None);
+        };
+        if *size != view.len || view.len == 0 {
+            return Ok(None);
+        }
+        let open_start = view.len - view.open_bundle.len() as u64;
+        let leaves = view
+            .open_bundle
+            .iter()
+            .enumerate()
+            .map(|(i, e)| self.entry_leaf(open_start + i as u64, e))
+            .collect::<Result<Vec<_>>>()?;
+        let mut tiles = Vec::with_capacity(upper.len() + 1);
+        tiles.push(leaves);
+        tiles.extend(upper);
+        let border = Border {
+            len: view.len,
+            tiles: &tiles,
+        };
+        let signed_root = note
+            .rfind("\n\n")
+            .and_then(|i| crate::checkpoint::Checkpoint::parse_body(&note[..=i]).ok())
+            .map(|c| c.root);
+        match (merkle::root_at(&border, view.len), signed_root) {
+            (Ok(root), Some(signed)) if root == signed => Ok(Some(tiles)),
+            _ => {
+                tracing::warn!(
+                    "tile store: tiles/partial does not give the latest checkpoint's root; recomputing the partial tiles"
+                );
+                Ok(None)
+            }
+        }
+    }
+
+    /// Rewrites `tiles/partial` (derived: no sync; checked at open).
+    fn write_partial(&self, len: u64, tiles: &[Vec<Hash>]) -> Result<()> {
+        let path = self.path(PARTIAL_FILE);
+        let bytes = encode_partial(len / TILE_WIDTH, tiles.get(1..).unwrap_or_default());
+        self.partial
+            .write_all_at(&bytes, 0)
+            .and_then(|()| self.partial.set_len(bytes.len() as u64))
+            .map_err(|e| LogError::io(&path, e))
+    }
+
     /// Brings a derived index up to `commits_end` from the commit log
     /// (the records past its watermark); rebuilds it from the whole commit
     /// log when it claims more than the log holds.
@@ -1497,10 +1684,12 @@ impl TileStore {
             sync_dir(&self.root.join("large"))?;
         }
         // Hash tiles: hashes at tree levels 8·L; a full tile is written.
+        let mut upper_changed = false;
         for &(level, index, hash) in &batch.nodes {
             if level % 8 != 0 {
                 continue;
             }
+            upper_changed |= level > 0;
             let l = usize::from(level / 8);
             while w.view.partial_tiles.len() <= l {
                 w.view.partial_tiles.push(Vec::new());
@@ -1511,6 +1700,10 @@ impl TileStore {
                 let hashes = std::mem::take(&mut w.view.partial_tiles[l]);
                 self.write_tile(level / 8, tile, &hashes)?;
             }
+        }
+        if upper_changed {
+            // Derived: checked at open against the checkpoint's root.
+            self.write_partial(next, &w.view.partial_tiles)?;
         }
         // The commit record: what makes the commit atomic.
         let record = CommitRecord::encode(next, &batch.statements, batch.checkpoint.as_ref());
@@ -1578,31 +1771,19 @@ impl TileStore {
 
 impl NodeSource for TileStore {
     fn node(&self, level: u8, index: u64) -> std::result::Result<Hash, MerkleError> {
-        let missing = || MerkleError::MissingNode { level, index };
-        let tile_level = level / 8;
-        let r = u32::from(level % 8);
-        let Some(first) = index.checked_shl(r) else {
-            return Err(missing());
-        };
-        let width = 1usize << r;
-        let tile = first / TILE_WIDTH;
-        let pos = (first % TILE_WIDTH) as usize;
         let view = self.read_view();
-        let at_level_total = view.len.checked_shr(8 * u32::from(tile_level)).unwrap_or(0);
-        if first + width as u64 > at_level_total {
-            return Err(missing());
-        }
-        let full_tiles = at_level_total / TILE_WIDTH;
-        if tile >= full_tiles {
-            let partial = view
-                .partial_tiles
-                .get(usize::from(tile_level))
-                .ok_or_else(missing)?;
-            let slice = partial.get(pos..pos + width).ok_or_else(missing)?;
-            return Ok(subtree_root(slice));
+        if let Some(hash) = partial_node(view.len, &view.partial_tiles, level, index)? {
+            return Ok(hash);
         }
         drop(view);
-        let hashes = self.full_tile(tile_level, tile).map_err(|_| missing())?;
+        let r = u32::from(level % 8);
+        // partial_node checked the shift and the range.
+        let first = index << r;
+        let width = 1usize << r;
+        let pos = (first % TILE_WIDTH) as usize;
+        let hashes = self
+            .full_tile(level / 8, first / TILE_WIDTH)
+            .map_err(|_| MerkleError::MissingNode { level, index })?;
         Ok(subtree_root(&hashes[pos..pos + width]))
     }
 }

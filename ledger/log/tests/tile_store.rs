@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use docket_log::checkpoint::Checkpoint;
 use docket_log::merkle::{self, Frontier, MemoryTree, NodeSource};
 use docket_log::store::{CommitBatch, Store};
 use docket_log::tiles::{self, TileStore};
@@ -62,9 +63,22 @@ impl Model {
             b.events.push((seq, bytes));
         }
         let size = self.len();
-        b.checkpoint = Some((size, format!("note\n{size}\n")));
+        b.checkpoint = Some((size, note(size, self.tree.root())));
         b
     }
+}
+
+/// A checkpoint note as the log above stores it: a C2SP body and a
+/// signature line (the store reads the body's root, never the signature).
+fn note(size: u64, root: [u8; 32]) -> String {
+    let body = Checkpoint {
+        origin: "example.org/tile-store-test".into(),
+        size,
+        root,
+        extensions: Vec::new(),
+    }
+    .body();
+    format!("{body}\n— example.org/tile-store-test AAAAAAAA\n")
 }
 
 fn create(dir: &Path) -> TileStore {
@@ -133,8 +147,22 @@ fn op() -> impl Strategy<Value = Op> {
         8 => (1u64..300).prop_map(Op::Commit),
         2 => Just(Op::Reopen),
         2 => Just(Op::TornCommit),
-        1 => (0u8..3).prop_map(Op::LoseDerived),
+        1 => (0u8..5).prop_map(Op::LoseDerived),
     ]
+}
+
+/// Changes the last hash of `tiles/partial` and seals it again with a
+/// valid check (FORMAT.md §11): only the root check can refuse it.
+fn forge_partial(path: &Path) {
+    use sha2::Digest as _;
+    let mut bytes = std::fs::read(path).unwrap();
+    let body_len = bytes.len() - 16;
+    if body_len >= 13 + 32 {
+        bytes[body_len - 1] ^= 0x01;
+    }
+    let check = sha2::Sha256::digest(&bytes[..body_len]);
+    bytes[body_len..].copy_from_slice(&check[..16]);
+    std::fs::write(path, bytes).unwrap();
 }
 
 fn append_garbage(path: &Path, bytes: &[u8]) {
@@ -190,6 +218,8 @@ proptest! {
                     match which {
                         0 => std::fs::remove_file(tiles.join("statements.idx")).unwrap(),
                         1 => std::fs::write(tiles.join("checkpoints.idx"), b"garbage").unwrap(),
+                        2 => std::fs::remove_file(tiles.join("partial")).unwrap(),
+                        3 => forge_partial(&tiles.join("partial")),
                         _ => {
                             let first = tiles.join(tiles::hash_tile_path(0, 0));
                             let _ = std::fs::remove_file(first);
@@ -319,7 +349,7 @@ fn a_log_past_one_full_level_one_tile_proves_like_a_tree_in_memory() {
             b.events.push((s, bytes));
         }
         seq = tree.len();
-        b.checkpoint = Some((seq, format!("note\n{seq}\n")));
+        b.checkpoint = Some((seq, note(seq, tree.root())));
         store.commit(&b).unwrap();
     }
     drop(store);
@@ -443,4 +473,51 @@ fn a_torn_bundle_tail_is_cut_even_when_checkpoints_are_written_first() {
     let store = open(dir.path());
     check(&store, &model, 77);
     assert_eq!(store.checkpoint(Some(50)).unwrap().map(|c| c.0), Some(50));
+}
+
+#[test]
+fn an_open_takes_the_upper_partial_tiles_from_their_file_without_reading_full_tiles() {
+    // Given a store of 3 full bundles and a part (three hashes of level 1),
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    for n in [300u64, 400, 130] {
+        store.commit(&model.batch(n)).unwrap();
+    }
+    drop(store);
+    // when a full level-0 tile is gone before the open,
+    let lost = dir.path().join("tiles").join(tiles::hash_tile_path(0, 1));
+    std::fs::remove_file(&lost).unwrap();
+    let store = open(dir.path());
+    // then the open did not need it (the partial tiles came from
+    // `tiles/partial`, proved by the checkpoint's root) and every read
+    // still agrees with the model (the tile is recomputed when a proof
+    // needs it).
+    assert!(!lost.exists(), "the open read full tiles it did not need");
+    check(&store, &model, 5);
+    assert!(lost.exists());
+}
+
+#[test]
+fn a_forged_partial_tiles_file_is_recomputed_not_trusted() {
+    // Given a store whose `tiles/partial` has one hash changed under a
+    // valid check,
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    for n in [300u64, 400, 130] {
+        store.commit(&model.batch(n)).unwrap();
+    }
+    drop(store);
+    let partial = dir.path().join("tiles/partial");
+    let before = std::fs::read(&partial).unwrap();
+    forge_partial(&partial);
+    assert_ne!(std::fs::read(&partial).unwrap(), before);
+    // when it opens, then the roots and proofs are the model's, and the
+    // file is written again as it was.
+    let store = open(dir.path());
+    for probe in [0, 255, 256, 700, 829] {
+        check(&store, &model, probe);
+    }
+    assert_eq!(std::fs::read(&partial).unwrap(), before);
 }

@@ -245,3 +245,58 @@ fn config_file_precedence_is_flag_then_env_then_file() {
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ops.toml"));
 }
+
+#[test]
+fn bench_load_appends_distinct_statements_past_its_presigned_ones() {
+    // Given a server on a fresh ledger,
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("ledger");
+    ok(&docket()
+        .arg("--data")
+        .arg(&data)
+        .arg("init")
+        .output()
+        .unwrap());
+    let serve = support::Server::start(&data);
+    let url = serve.url.clone();
+    let result = std::panic::catch_unwind(|| {
+        let size = || -> u64 {
+            let out = docket()
+                .args(["--json", "--server", &url, "checkpoint"])
+                .output()
+                .unwrap();
+            ok(&out);
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            v["size"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("a size in {v}"))
+        };
+        let before = size();
+        // when a load of 60 appends runs with only 20 of them pre-signed,
+        let key = data.join("keys/admin.key");
+        let out = docket()
+            .args(["--json", "--server", &url, "bench-load", "--key"])
+            .arg(&key)
+            .args([
+                "--clients",
+                "2",
+                "--seconds",
+                "30",
+                "--presign",
+                "20",
+                "--max-appends",
+                "60",
+            ])
+            .output()
+            .unwrap();
+        ok(&out);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        // then every one was appended once (none a duplicate of a
+        // pre-signed one), after the writer key's registration.
+        assert_eq!(report["appends"], 60, "{report}");
+        assert_eq!(report["errors"], 0, "{report}");
+        assert_eq!(size(), before + 61);
+    });
+    drop(serve);
+    result.unwrap();
+}

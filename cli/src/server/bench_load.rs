@@ -6,6 +6,11 @@
 //! an `AppendStream` per client with `--window` statements in flight), and
 //! prints appends/s and p50/p99/p999 latency. The loop is bounded in time
 //! and, with `--max-appends`, in count.
+//!
+//! The statements are signed before the clock starts (`--presign`, on every
+//! core), as clients on other machines would sign them: what is timed is the
+//! server, not the load generator's signing on the server's cores. A run
+//! that outlasts its pre-signed statements signs the rest as it goes.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -55,7 +60,17 @@ pub struct BenchLoadArgs {
     /// Payload size in bytes.
     #[arg(long, default_value_t = 64)]
     pub payload_bytes: usize,
+    /// Statements signed before the clock starts, in total (default: 40,000
+    /// per second of `--seconds`, at most 400,000 and at most
+    /// `--max-appends`); 0 signs each one as it is sent.
+    #[arg(long)]
+    pub presign: Option<u64>,
 }
+
+/// Pre-signed statements per second of run when `--presign` is not given.
+const PRESIGN_PER_SECOND: f64 = 40_000.0;
+/// At most this many by default (about 120 MB of statements in memory).
+const PRESIGN_DEFAULT_MAX: u64 = 400_000;
 
 /// How the load is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -129,7 +144,34 @@ fn statement(key: &SigningKey, client: usize, n: u64, payload_bytes: usize) -> p
     convert::statement_to_proto(&Statement::sign("x-bench-load", payload, key))
 }
 
+/// Each client's statements, `total` in all, signed on every core.
+fn presign(
+    key: &SigningKey,
+    clients: usize,
+    total: u64,
+    payload_bytes: usize,
+) -> Vec<Vec<pb::SignedStatement>> {
+    let per_client = total.div_ceil(clients as u64);
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let mut out: Vec<Vec<pb::SignedStatement>> = vec![Vec::new(); clients];
+    std::thread::scope(|s| {
+        for (t, chunk) in out.chunks_mut(clients.div_ceil(threads)).enumerate() {
+            let first = t * clients.div_ceil(threads);
+            s.spawn(move || {
+                for (i, list) in chunk.iter_mut().enumerate() {
+                    *list = (0..per_client)
+                        .map(|n| statement(key, first + i, n, payload_bytes))
+                        .collect();
+                }
+            });
+        }
+    });
+    out
+}
+
 /// Runs the load and measures it. Must run on a multi-threaded runtime.
+/// `presigned` statements (in total) are signed before the clock starts.
+#[allow(clippy::too_many_arguments)] // reason: the flags of one command, passed through
 pub async fn load(
     url: &str,
     writer: &SigningKey,
@@ -138,7 +180,13 @@ pub async fn load(
     mode: Mode,
     max_appends: Option<u64>,
     payload_bytes: usize,
+    presigned: u64,
 ) -> Result<LoadReport> {
+    let presigned = {
+        let key = writer.clone();
+        tokio::task::spawn_blocking(move || presign(&key, clients, presigned, payload_bytes))
+            .await?
+    };
     let mut channels = Vec::with_capacity(clients);
     for _ in 0..clients {
         channels.push(channel(url).await?);
@@ -151,7 +199,7 @@ pub async fn load(
     let mut tasks = Vec::with_capacity(clients);
     // Each run signs with a fresh writer key and numbers its statements
     // per client, so no statement is a duplicate of another.
-    for (i, ch) in channels.into_iter().enumerate() {
+    for ((i, ch), ready) in channels.into_iter().enumerate().zip(presigned) {
         let key = writer.clone();
         let count = Arc::clone(&count);
         let errors = Arc::clone(&errors);
@@ -162,10 +210,13 @@ pub async fn load(
             match mode {
                 Mode::Unary => {
                     let mut n = 0u64;
+                    let mut ready = ready.into_iter();
                     while Instant::now() < deadline
                         && count.fetch_add(1, Ordering::Relaxed) < budget
                     {
-                        let st = statement(&key, client_id, n, payload_bytes);
+                        let st = ready
+                            .next()
+                            .unwrap_or_else(|| statement(&key, client_id, n, payload_bytes));
                         n += 1;
                         let t = Instant::now();
                         match client.append(st).await {
@@ -184,12 +235,15 @@ pub async fn load(
                     let count2 = Arc::clone(&count);
                     let producer = tokio::spawn(async move {
                         let mut n = 0u64;
+                        let mut ready = ready.into_iter();
                         while Instant::now() < deadline
                             && count2.fetch_add(1, Ordering::Relaxed) < budget
                         {
                             let Ok(p) = p2.acquire().await else { break };
                             p.forget();
-                            let st = statement(&key, client_id, n, payload_bytes);
+                            let st = ready
+                                .next()
+                                .unwrap_or_else(|| statement(&key, client_id, n, payload_bytes));
                             n += 1;
                             let _ = sent_tx.send(Instant::now());
                             if tx.send(st).await.is_err() {
@@ -254,6 +308,16 @@ fn elapsed_us(t: Instant) -> u32 {
     u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX)
 }
 
+/// Statements to sign before the clock starts.
+fn presign_count(args: &BenchLoadArgs) -> u64 {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    // reason: seconds is at most MAX_SECONDS
+    let by_time = (args.seconds * PRESIGN_PER_SECOND).ceil() as u64;
+    args.presign
+        .unwrap_or(by_time.min(PRESIGN_DEFAULT_MAX))
+        .min(args.max_appends.unwrap_or(u64::MAX))
+}
+
 pub fn run(ctx: &Ctx, args: &BenchLoadArgs) -> Result<u8> {
     let Some(url) = ctx.server.clone() else {
         return Err(CliError::new(
@@ -290,6 +354,7 @@ pub fn run(ctx: &Ctx, args: &BenchLoadArgs) -> Result<u8> {
             mode,
             args.max_appends,
             args.payload_bytes,
+            presign_count(args),
         )
         .await
     })?;

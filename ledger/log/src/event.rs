@@ -247,36 +247,45 @@ fn verify_items(
     for (k, _, _) in items {
         keys.entry(**k).or_insert_with(|| PublicKey::parse(k));
     }
+    let verify_chunk = |chunk: &[(&[u8; 32], Vec<u8>, &[u8; 64])]| {
+        let mut out: Vec<std::result::Result<(), SignatureError>> = Vec::with_capacity(chunk.len());
+        let mut batch = Vec::with_capacity(chunk.len());
+        let mut positions = Vec::with_capacity(chunk.len());
+        for (i, (k, msg, sig)) in chunk.iter().enumerate() {
+            match &keys[*k] {
+                Ok(pk) => {
+                    batch.push((pk, msg.as_slice(), *sig));
+                    positions.push(i);
+                    out.push(Ok(()));
+                }
+                // The key is refused: give exactly the answer a single
+                // verification gives (it may name an earlier step).
+                Err(_) => out.push(crate::signature::verify(k, msg, sig)),
+            }
+        }
+        for (pos, r) in positions.into_iter().zip(verify_batch(&batch)) {
+            out[pos] = r;
+        }
+        out
+    };
+    // A small batch is verified on the calling thread: waking rayon's pool
+    // costs little, but its idle workers then spin (sched_yield) and take
+    // the core the network and the disk need.
+    if items.len() < PARALLEL_VERIFY_FROM {
+        return verify_chunk(items);
+    }
     let chunk = items
         .len()
         .div_ceil(2 * rayon::current_num_threads().max(1))
         .clamp(8, 128);
     items
         .par_chunks(chunk)
-        .flat_map_iter(|chunk| {
-            let mut out: Vec<std::result::Result<(), SignatureError>> =
-                Vec::with_capacity(chunk.len());
-            let mut batch = Vec::with_capacity(chunk.len());
-            let mut positions = Vec::with_capacity(chunk.len());
-            for (i, (k, msg, sig)) in chunk.iter().enumerate() {
-                match &keys[*k] {
-                    Ok(pk) => {
-                        batch.push((pk, msg.as_slice(), *sig));
-                        positions.push(i);
-                        out.push(Ok(()));
-                    }
-                    // The key is refused: give exactly the answer a single
-                    // verification gives (it may name an earlier step).
-                    Err(_) => out.push(crate::signature::verify(k, msg, sig)),
-                }
-            }
-            for (pos, r) in positions.into_iter().zip(verify_batch(&batch)) {
-                out[pos] = r;
-            }
-            out.into_iter()
-        })
+        .flat_map_iter(verify_chunk)
         .collect()
 }
+
+/// Statements from which a batch's signatures are verified on every core.
+const PARALLEL_VERIFY_FROM: usize = 64;
 
 impl AsRef<Event> for Event {
     fn as_ref(&self) -> &Event {

@@ -173,7 +173,26 @@ pub struct Metrics {
     pub commit_micros_total: AtomicU64,
 }
 
-type Reply = SyncSender<Vec<Result<Receipt>>>;
+/// Where a request's results go, exactly once: a channel the caller waits
+/// on, or a callback run on the thread that has them (the publish stage;
+/// on a refusal, the caller's own thread).
+enum Reply {
+    Channel(SyncSender<Vec<Result<Receipt>>>),
+    Callback(Box<dyn FnOnce(Vec<Result<Receipt>>) + Send>),
+}
+
+impl Reply {
+    fn send(self, results: Vec<Result<Receipt>>) {
+        match self {
+            // The caller may have stopped waiting: nothing to tell.
+            Self::Channel(tx) => {
+                let _ = tx.send(results);
+            }
+            Self::Callback(f) => f(results),
+        }
+    }
+}
+
 type CommitListener = Box<dyn Fn(u64) + Send + Sync>;
 
 struct Request {
@@ -702,9 +721,51 @@ impl<M: StateMachine> Log<M> {
             .clone()
             .ok_or_else(|| self.closed_error())?;
         self.inner.metrics.queued.fetch_add(1, Ordering::Relaxed);
-        tx.send(Request { statements, reply })
-            .map_err(|_| self.closed_error())?;
+        tx.send(Request {
+            statements,
+            reply: Reply::Channel(reply),
+        })
+        .map_err(|_| self.closed_error())?;
         Ok(rx)
+    }
+
+    /// Queues statements without waiting for room or for durability:
+    /// `on_done` gets their results, in order, exactly once — on the
+    /// publish thread once they are durable (so it must not block: hand the
+    /// results on, e.g. to async oneshot channels), or on this thread with
+    /// an error for each when the queue is full (`ResourceExhausted`) or the
+    /// log is closed.
+    pub fn submit_then(
+        &self,
+        statements: Vec<Statement>,
+        on_done: impl FnOnce(Vec<Result<Receipt>>) + Send + 'static,
+    ) {
+        // Each statement gets the error (LogError is not Clone).
+        let refuse = |statements: &[Statement], e: &dyn Fn() -> LogError, on_done: Reply| {
+            on_done.send(statements.iter().map(|_| Err(e())).collect());
+        };
+        let reply = Reply::Callback(Box::new(on_done));
+        let Some(tx) = lock(&self.inner.queue).clone() else {
+            return refuse(&statements, &|| self.closed_error(), reply);
+        };
+        self.inner.metrics.queued.fetch_add(1, Ordering::Relaxed);
+        match tx.try_send(Request { statements, reply }) {
+            Ok(()) => {}
+            Err(mpsc::TrySendError::Full(r)) => {
+                self.inner.metrics.queued.fetch_sub(1, Ordering::Relaxed);
+                let depth = self.inner.options.queue_depth;
+                let full = || {
+                    LogError::ResourceExhausted(format!(
+                        "the write queue is full ({depth} requests waiting)"
+                    ))
+                };
+                refuse(&r.statements, &full, r.reply);
+            }
+            Err(mpsc::TrySendError::Disconnected(r)) => {
+                self.inner.metrics.queued.fetch_sub(1, Ordering::Relaxed);
+                refuse(&r.statements, &|| self.closed_error(), r.reply);
+            }
+        }
     }
 
     fn closed_error(&self) -> LogError {
@@ -1264,7 +1325,7 @@ impl RecentDigests {
 fn fail_requests(requests: Vec<Request>, why: &str) {
     for r in requests {
         let n = r.statements.len();
-        let _ = r.reply.send(
+        r.reply.send(
             (0..n)
                 .map(|_| Err(LogError::Closed(why.to_string())))
                 .collect(),
@@ -1644,7 +1705,7 @@ impl<M: StateMachine> Syncer<M> {
             Ordering::Relaxed,
         );
         for (req, res) in s.requests.into_iter().zip(s.results) {
-            let _ = req.reply.send(res);
+            req.reply.send(res);
         }
         self.since_snapshot += appended;
         if self.since_snapshot >= inner.options.snapshot_every {

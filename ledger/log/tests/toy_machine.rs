@@ -761,3 +761,41 @@ fn given_a_commit_between_the_opens_reads_when_opened_then_no_events_look_missin
     .unwrap_or_else(|e| panic!("a commit between two reads is not damage: {e}"));
     assert_eq!(opened.frontier.size(), len);
 }
+
+#[test]
+fn given_submit_then_when_durable_or_closed_then_the_callback_runs_once_with_every_result() {
+    // Given a log and a callback that hands its results on,
+    let dir = tempfile::tempdir().unwrap();
+    let log = create(dir.path());
+    let a = author(1);
+    let (tx, rx) = std::sync::mpsc::channel();
+    // when three statements (one refused) are submitted without waiting,
+    let t = tx.clone();
+    log.submit_then(
+        vec![set("x", "1", &a), set("y", "deny", &a), set("z", "2", &a)],
+        move |results| t.send(results).unwrap(),
+    );
+    // then the callback gets their results in order, once they are durable.
+    let results = rx.recv().unwrap();
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0].as_ref().unwrap().seq, 0);
+    assert!(matches!(results[1], Err(LogError::FailedPrecondition(_))));
+    assert_eq!(results[2].as_ref().unwrap().seq, 1);
+    assert_eq!(log.len(), 2, "durable before the callback ran");
+    // And on a closed log, each statement gets Closed, on the caller's thread.
+    let closed = log.clone();
+    log.close().unwrap();
+    let t = tx.clone();
+    closed.submit_then(vec![set("w", "3", &a), set("v", "4", &a)], move |results| {
+        t.send(results).unwrap();
+    });
+    let results = rx.try_recv().expect("answered before submit_then returned");
+    assert_eq!(results.len(), 2);
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r, Err(LogError::Closed(_))))
+    );
+    drop(tx);
+    assert!(rx.recv().is_err(), "no second answer");
+}

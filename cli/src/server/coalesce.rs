@@ -8,8 +8,9 @@
 //! still judges every statement on its own and answers in order, from its
 //! publish thread, straight into each caller's oneshot. At most
 //! [`MAX_BATCHES_IN_FLIGHT`] requests are queued at the ledger at once (far
-//! below its queue depth), so the queue is never full. Callers get a oneshot receiver, so a stream can keep many
-//! statements in flight and still read receipts in request order.
+//! below its queue depth), so the queue is never full. Callers get a oneshot
+//! receiver, so a stream can keep many statements in flight and still read
+//! receipts in request order.
 
 use std::sync::Arc;
 

@@ -731,8 +731,9 @@ impl<M: StateMachine> Log<M> {
 
     /// Queues statements without waiting for room or for durability:
     /// `on_done` gets their results, in order, exactly once — on the
-    /// publish thread once they are durable (so it must not block: hand the
-    /// results on, e.g. to async oneshot channels), or on this thread with
+    /// publish thread once they are durable (so it must neither block nor
+    /// panic: hand the results on, e.g. to async oneshot channels; every
+    /// later batch waits for it), or on this thread with
     /// an error for each when the queue is full (`ResourceExhausted`) or the
     /// log is closed.
     pub fn submit_then(

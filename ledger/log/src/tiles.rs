@@ -253,10 +253,14 @@ fn partial_node(
     let missing = || MerkleError::MissingNode { level, index };
     let tile_level = level / 8;
     let r = u32::from(level % 8);
-    let first = index.checked_shl(r).ok_or_else(missing)?;
     let width = 1usize << r;
+    // Past the end (or past 2^64, which no log reaches) is missing.
+    let first = index.checked_mul(width as u64).ok_or_else(missing)?;
     let at_level_total = len.checked_shr(8 * u32::from(tile_level)).unwrap_or(0);
-    if first + width as u64 > at_level_total {
+    if first
+        .checked_add(width as u64)
+        .is_none_or(|end| end > at_level_total)
+    {
         return Err(missing());
     }
     if first / TILE_WIDTH < at_level_total / TILE_WIDTH {
@@ -1776,10 +1780,9 @@ impl NodeSource for TileStore {
             return Ok(hash);
         }
         drop(view);
-        let r = u32::from(level % 8);
-        // partial_node checked the shift and the range.
-        let first = index << r;
-        let width = 1usize << r;
+        let width = 1usize << (level % 8);
+        // partial_node checked that this neither overflows nor passes the end.
+        let first = index * width as u64;
         let pos = (first % TILE_WIDTH) as usize;
         let hashes = self
             .full_tile(level / 8, first / TILE_WIDTH)
@@ -2062,6 +2065,37 @@ mod tests {
             let mut bad = rec.clone();
             bad[i] ^= 1;
             assert!(CommitRecord::parse(&bad, 0).is_none(), "byte {i}");
+        }
+    }
+
+    #[test]
+    fn the_partial_tiles_file_round_trips_only_for_its_own_length() {
+        // 66,000 events: 257 full level-0 tiles, so one hash of level 1
+        // (tile 256's root) and one of level 2.
+        let upper = vec![vec![[1u8; 32]], vec![[2u8; 32]]];
+        let bytes = encode_partial(257, &upper);
+        assert_eq!(decode_partial(&bytes, 257), Some(upper.clone()));
+        assert_eq!(decode_partial(&bytes, 258), None, "another length");
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 1;
+            assert_eq!(decode_partial(&bad, 257), None, "byte {i}");
+        }
+        assert_eq!(decode_partial(&bytes[..bytes.len() - 1], 257), None);
+        // A count that does not follow from the length is refused even
+        // under a valid check.
+        assert_eq!(decode_partial(&encode_partial(257, &upper[..1]), 257), None);
+    }
+
+    #[test]
+    fn nodes_past_the_end_or_past_two_to_the_64_are_missing_not_a_panic() {
+        let tiles = vec![vec![[3u8; 32]; 4]];
+        assert!(partial_node(4, &tiles, 2, 0).unwrap().is_some());
+        for (level, index) in [(1, u64::MAX), (7, u64::MAX / 64), (2, 1), (63, 0), (255, 0)] {
+            assert!(
+                partial_node(4, &tiles, level, index).is_err(),
+                "{level}/{index}"
+            );
         }
     }
 }

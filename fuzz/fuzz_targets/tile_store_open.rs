@@ -1,6 +1,6 @@
 //! Untrusted bytes as the files of a tile store (docs/FORMAT.md §11): the
-//! commit log, the open entry bundle and the statement index are replaced
-//! by slices of the input. Opening and reading never panic: the store opens
+//! commit log, the open entry bundle, the partial tiles and the statement
+//! index are replaced by slices of the input. Opening and reading never panic: the store opens
 //! (at some length whose events are all present) or reports damage.
 #![no_main]
 use docket_log::merkle::NodeSource as _;
@@ -12,12 +12,14 @@ fuzz_target!(|data: &[u8]| {
     let dir = std::env::temp_dir().join(format!("docket-fuzz-tiles-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     drop(TileStore::create(&dir).expect("create"));
-    let third = data.len() / 3;
-    let (commits, rest) = data.split_at(third);
-    let (bundle, index) = rest.split_at(third);
+    let quarter = data.len() / 4;
+    let (commits, rest) = data.split_at(quarter);
+    let (bundle, rest) = rest.split_at(quarter);
+    let (partial, index) = rest.split_at(quarter);
     let tiles = dir.join("tiles");
     std::fs::write(tiles.join("commits"), commits).expect("write");
     std::fs::write(tiles.join("tile/entries/000.part"), bundle).expect("write");
+    std::fs::write(tiles.join("partial"), partial).expect("write");
     std::fs::write(tiles.join("statements.idx"), index).expect("write");
     if let Ok(store) = TileStore::open(&dir) {
         let len = store.len().unwrap_or(0);

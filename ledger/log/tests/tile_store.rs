@@ -403,7 +403,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     /// What `fuzz/fuzz_targets/tile_store_open.rs` does, in CI: arbitrary
-    /// bytes spliced into a real store's commit log, open bundle or index
+    /// bytes spliced into a real store's commit log, open bundle, partial
+    /// tiles or index
     /// never panic the open or the reads; and whenever the store's tree has
     /// the root the log signed at its length (the check the log above makes
     /// against its anchor), every event reads back as written.
@@ -412,7 +413,7 @@ proptest! {
         cut in 0usize..4000,
         junk in proptest::collection::vec(any::<u8>(), 0..200),
         at in any::<prop::sample::Index>(),
-        which in 0u8..3,
+        which in 0u8..4,
     ) {
         let dir = tempfile::tempdir().unwrap();
         let store = create(dir.path());
@@ -424,6 +425,7 @@ proptest! {
         let path = dir.path().join(match which {
             0 => "tiles/commits",
             1 => "tiles/tile/entries/000.part",
+            2 => "tiles/partial",
             _ => "tiles/statements.idx",
         });
         let mut bytes = std::fs::read(&path).unwrap();

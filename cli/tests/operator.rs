@@ -296,6 +296,16 @@ fn bench_load_appends_distinct_statements_past_its_presigned_ones() {
         assert_eq!(report["appends"], 60, "{report}");
         assert_eq!(report["errors"], 0, "{report}");
         assert_eq!(size(), before + 61);
+        // And an unbounded pre-signing is refused before anything is sent.
+        let out = docket()
+            .args(["--server", &url, "bench-load", "--key"])
+            .arg(&key)
+            .args(["--presign", "10000001"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(64), "{}", support::text(&out));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--presign"));
+        assert_eq!(size(), before + 61);
     });
     drop(serve);
     result.unwrap();

@@ -71,6 +71,8 @@ pub struct BenchLoadArgs {
 const PRESIGN_PER_SECOND: f64 = 40_000.0;
 /// At most this many by default (about 120 MB of statements in memory).
 const PRESIGN_DEFAULT_MAX: u64 = 400_000;
+/// At most this many when asked for (about 3 GB in memory).
+pub const MAX_PRESIGN: u64 = 10_000_000;
 
 /// How the load is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -151,12 +153,13 @@ fn presign(
     total: u64,
     payload_bytes: usize,
 ) -> Vec<Vec<pb::SignedStatement>> {
-    let per_client = total.div_ceil(clients as u64);
+    let per_client = total.div_ceil(clients.max(1) as u64);
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let clients_per_thread = clients.div_ceil(threads).max(1);
     let mut out: Vec<Vec<pb::SignedStatement>> = vec![Vec::new(); clients];
     std::thread::scope(|s| {
-        for (t, chunk) in out.chunks_mut(clients.div_ceil(threads)).enumerate() {
-            let first = t * clients.div_ceil(threads);
+        for (t, chunk) in out.chunks_mut(clients_per_thread).enumerate() {
+            let first = t * clients_per_thread;
             s.spawn(move || {
                 for (i, list) in chunk.iter_mut().enumerate() {
                     *list = (0..per_client)
@@ -171,7 +174,10 @@ fn presign(
 
 /// Runs the load and measures it. Must run on a multi-threaded runtime.
 /// `presigned` statements (in total) are signed before the clock starts.
-#[allow(clippy::too_many_arguments)] // reason: the flags of one command, passed through
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the flags of one command, passed through"
+)]
 pub async fn load(
     url: &str,
     writer: &SigningKey,
@@ -310,8 +316,11 @@ fn elapsed_us(t: Instant) -> u32 {
 
 /// Statements to sign before the clock starts.
 fn presign_count(args: &BenchLoadArgs) -> u64 {
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    // reason: seconds is at most MAX_SECONDS
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "seconds is positive and at most MAX_SECONDS"
+    )]
     let by_time = (args.seconds * PRESIGN_PER_SECOND).ceil() as u64;
     args.presign
         .unwrap_or(by_time.min(PRESIGN_DEFAULT_MAX))
@@ -330,6 +339,13 @@ pub fn run(ctx: &Ctx, args: &BenchLoadArgs) -> Result<u8> {
         return Err(CliError::new(
             exit::USAGE,
             format!("--clients must be at least 1 and --seconds in (0, {MAX_SECONDS}]"),
+        )
+        .into());
+    }
+    if args.presign.is_some_and(|n| n > MAX_PRESIGN) {
+        return Err(CliError::new(
+            exit::USAGE,
+            format!("--presign is at most {MAX_PRESIGN} (statements held in memory)"),
         )
         .into());
     }

@@ -1326,18 +1326,22 @@ impl TileStore {
         write_atomically(&path, &hashes.concat())
     }
 
+    /// The leaf hashes of the open bundle's events (the level-0 partial tile).
+    fn open_bundle_leaves(&self, view: &View) -> Result<Vec<Hash>> {
+        let open_start = view.len - view.open_bundle.len() as u64;
+        view.open_bundle
+            .iter()
+            .enumerate()
+            .map(|(i, e)| self.entry_leaf(open_start + i as u64, e))
+            .collect()
+    }
+
     /// The partial hash tiles of a log of `view.len` events: level 0 from
     /// the open bundle, level L from the full tiles of level L−1 past the
     /// last full tile of level L.
     fn partial_tiles(&self, view: &View) -> Result<Vec<Vec<Hash>>> {
         let mut out = Vec::new();
-        let open_start = view.len - view.open_bundle.len() as u64;
-        let leaves = view
-            .open_bundle
-            .iter()
-            .enumerate()
-            .map(|(i, e)| self.entry_leaf(open_start + i as u64, e))
-            .collect::<Result<Vec<_>>>()?;
+        let leaves = self.open_bundle_leaves(view)?;
         out.push(leaves);
         let mut level = 1u8;
         // Hashes at tree level 8·L: len >> 8L of them.
@@ -1380,13 +1384,7 @@ impl TileStore {
         if *size != view.len || view.len == 0 {
             return Ok(None);
         }
-        let open_start = view.len - view.open_bundle.len() as u64;
-        let leaves = view
-            .open_bundle
-            .iter()
-            .enumerate()
-            .map(|(i, e)| self.entry_leaf(open_start + i as u64, e))
-            .collect::<Result<Vec<_>>>()?;
+        let leaves = self.open_bundle_leaves(view)?;
         let mut tiles = Vec::with_capacity(upper.len() + 1);
         tiles.push(leaves);
         tiles.extend(upper);

@@ -477,9 +477,8 @@ fn a_torn_bundle_tail_is_cut_even_when_checkpoints_are_written_first() {
     assert_eq!(store.checkpoint(Some(50)).unwrap().map(|c| c.0), Some(50));
 }
 
-#[test]
-fn an_open_takes_the_upper_partial_tiles_from_their_file_without_reading_full_tiles() {
-    // Given a store of 3 full bundles and a part (three hashes of level 1),
+/// A closed store of 3 full bundles and a part (three hashes of level 1).
+fn closed_store_of_830_events() -> (tempfile::TempDir, Model) {
     let dir = tempfile::tempdir().unwrap();
     let store = create(dir.path());
     let mut model = Model::new();
@@ -487,6 +486,13 @@ fn an_open_takes_the_upper_partial_tiles_from_their_file_without_reading_full_ti
         store.commit(&model.batch(n)).unwrap();
     }
     drop(store);
+    (dir, model)
+}
+
+#[test]
+fn an_open_takes_the_upper_partial_tiles_from_their_file_without_reading_full_tiles() {
+    // Given a store of 3 full bundles and a part (three hashes of level 1),
+    let (dir, model) = closed_store_of_830_events();
     // when a full level-0 tile is gone before the open,
     let lost = dir.path().join("tiles").join(tiles::hash_tile_path(0, 1));
     std::fs::remove_file(&lost).unwrap();
@@ -504,13 +510,7 @@ fn an_open_takes_the_upper_partial_tiles_from_their_file_without_reading_full_ti
 fn a_forged_partial_tiles_file_is_recomputed_not_trusted() {
     // Given a store whose `tiles/partial` has one hash changed under a
     // valid check,
-    let dir = tempfile::tempdir().unwrap();
-    let store = create(dir.path());
-    let mut model = Model::new();
-    for n in [300u64, 400, 130] {
-        store.commit(&model.batch(n)).unwrap();
-    }
-    drop(store);
+    let (dir, model) = closed_store_of_830_events();
     let partial = dir.path().join("tiles/partial");
     let before = std::fs::read(&partial).unwrap();
     forge_partial(&partial);

@@ -206,14 +206,7 @@ fn keygen_encrypt_keyfile_encrypt_decrypt_and_show() {
 #[test]
 fn a_key_file_readable_by_group_or_others_is_refused() {
     // Given a plain ledger and an admin key made world-readable
-    let root = tempfile::tempdir().unwrap();
-    let data = root.path().join("ledger");
-    ok(&docket()
-        .arg("--data")
-        .arg(&data)
-        .arg("init")
-        .output()
-        .unwrap());
+    let (_root, data) = support::init_ledger();
     let admin = data.join("keys/admin.key");
     chmod(&admin, 0o644);
     // Then an append signed with it is refused: exit 2, the file, the fix

@@ -45,14 +45,7 @@ fn completions_for_each_shell_and_one_man_page_per_command() {
 
 #[test]
 fn log_format_json_writes_one_json_object_per_stderr_line() {
-    let root = tempfile::tempdir().unwrap();
-    let data = root.path().join("ledger");
-    ok(&docket()
-        .arg("--data")
-        .arg(&data)
-        .arg("init")
-        .output()
-        .unwrap());
+    let (_root, data) = support::init_ledger();
     // Deleted snapshots are rebuilt from the log, with a warning.
     for e in std::fs::read_dir(data.join("snapshots")).unwrap() {
         std::fs::remove_file(e.unwrap().path()).unwrap();
@@ -181,14 +174,7 @@ fn is_json(out: &Output) -> bool {
 
 #[test]
 fn config_file_precedence_is_flag_then_env_then_file() {
-    let root = tempfile::tempdir().unwrap();
-    let data = root.path().join("ledger");
-    ok(&docket()
-        .arg("--data")
-        .arg(&data)
-        .arg("init")
-        .output()
-        .unwrap());
+    let (root, data) = support::init_ledger();
     let checkpoint = || {
         let mut c = docket();
         c.arg("--data").arg(&data).arg("checkpoint");
@@ -249,14 +235,7 @@ fn config_file_precedence_is_flag_then_env_then_file() {
 #[test]
 fn bench_load_appends_distinct_statements_past_its_presigned_ones() {
     // Given a server on a fresh ledger,
-    let root = tempfile::tempdir().unwrap();
-    let data = root.path().join("ledger");
-    ok(&docket()
-        .arg("--data")
-        .arg(&data)
-        .arg("init")
-        .output()
-        .unwrap());
+    let (_root, data) = support::init_ledger();
     let serve = support::Server::start(&data);
     let url = serve.url.clone();
     let result = std::panic::catch_unwind(|| {

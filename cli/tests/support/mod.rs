@@ -20,6 +20,21 @@ pub fn docket() -> Command {
     c
 }
 
+/// A fresh ledger made by `docket init` at `ROOT/ledger` (ROOT a temporary
+/// directory, removed when the returned guard drops).
+pub fn init_ledger() -> (tempfile::TempDir, std::path::PathBuf) {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let data = root.path().join("ledger");
+    let out = docket()
+        .arg("--data")
+        .arg(&data)
+        .arg("init")
+        .output()
+        .expect("run docket init");
+    assert!(out.status.success(), "docket init: {}", text(&out));
+    (root, data)
+}
+
 /// Exit code, stdout and stderr of a finished command, for assertion
 /// messages.
 pub fn text(out: &Output) -> String {

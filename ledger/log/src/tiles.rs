@@ -759,6 +759,24 @@ struct Writer {
     since_index_sync: u64,
 }
 
+impl Writer {
+    /// The writer of a store opened at `view`, whose open bundle's file is
+    /// `part_bytes` long logically (bytes past the ends of it and of the
+    /// commit log are cut before their first write).
+    fn at(view: View, part_bytes: u64) -> Self {
+        Self {
+            view,
+            part_bytes,
+            cut_pending: true,
+            commits_cut_pending: true,
+            broken: false,
+            part_file: None,
+            bundle_syncer: None,
+            since_index_sync: 0,
+        }
+    }
+}
+
 /// A long-lived thread that fdatasyncs the file it is handed and answers
 /// (one request at a time: the writer's lock serialises commits).
 struct BundleSyncer {
@@ -966,16 +984,7 @@ impl TileStore {
             commits_path: commits_path.clone(),
             partial,
             view: RwLock::new(View::default()),
-            writer: Mutex::new(Writer {
-                view: View::default(),
-                part_bytes: 0,
-                cut_pending: true,
-                commits_cut_pending: true,
-                broken: false,
-                part_file: None,
-                bundle_syncer: None,
-                since_index_sync: 0,
-            }),
+            writer: Mutex::new(Writer::at(View::default(), 0)),
             indexes: Mutex::new(indexes),
             tile_cache: Mutex::default(),
             bundle_cache: Mutex::default(),
@@ -1022,16 +1031,7 @@ impl TileStore {
             store.catch_up_index(&mut ix.statements, commits_end, true)?;
             store.catch_up_index(&mut ix.checkpoints, commits_end, false)?;
         }
-        store.writer = Mutex::new(Writer {
-            view: view.clone(),
-            part_bytes,
-            cut_pending: true,
-            commits_cut_pending: true,
-            broken: false,
-            part_file: None,
-            bundle_syncer: None,
-            since_index_sync: 0,
-        });
+        store.writer = Mutex::new(Writer::at(view.clone(), part_bytes));
         store.view = RwLock::new(view);
         Ok(store)
     }

@@ -70,7 +70,7 @@ pub trait Subscriber: Send + Sync + 'static {
 
     /// How many events it may handle at once (on that many threads); the
     /// events of one chunk are then handled in any order. Default: 1, in
-    /// log order.
+    /// log order. Asked once, when the subscription starts.
     fn concurrency(&self) -> usize {
         1
     }
@@ -261,6 +261,9 @@ struct Runner {
     persisted: u64,
     /// The first event whose handling failed: the cursor stays before it.
     first_failure: Option<u64>,
+    /// [`Subscriber::concurrency`], asked once (it may cost system calls,
+    /// and the runner wakes on every commit).
+    concurrency: usize,
 }
 
 impl Runner {
@@ -312,7 +315,10 @@ impl Runner {
     /// [`Subscriber::concurrency`] threads); returns the first one left
     /// unhandled when the runner must stop.
     fn handle_all(&mut self, events: &[&Event]) -> Option<u64> {
-        let workers = self.subscriber.concurrency().clamp(1, events.len().max(1));
+        if events.is_empty() {
+            return None;
+        }
+        let workers = self.concurrency.clamp(1, events.len());
         let position = AtomicUsize::new(0);
         let halt = AtomicBool::new(false);
         let unhandled: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
@@ -443,6 +449,7 @@ impl Subscription {
             let wake = Arc::clone(&shared);
             ledger.on_commit(move |_| wake.notify());
         }
+        let concurrency = subscriber.concurrency();
         let mut runner = Runner {
             name,
             subscriber,
@@ -451,6 +458,7 @@ impl Subscription {
             shared: Arc::clone(&shared),
             persisted: next,
             first_failure: None,
+            concurrency,
         };
         // Catch up before returning: what the last process owed is done.
         let started = Instant::now();

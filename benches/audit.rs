@@ -8,7 +8,8 @@
 //! signatures, chain and time, inclusion proofs and the recomputed root,
 //! full re-admission from genesis, and the rebuilt summary.
 //!
-//! Goal: >= 60,000 events/s and >= 75% of the raw `verify_batch` rate.
+//! Goal: >= 60,000 events/s and >= 90% of the raw `verify_batch` rate on
+//! all cores (issue 14; it was 75% before).
 //! `DOCKET_BENCH_AUDIT_EVENTS` sets the bundle size (default 200,000).
 
 use std::hint::black_box;
@@ -136,8 +137,8 @@ fn benches(c: &mut Criterion) {
     let ratio = audit_rate / raw_rate;
     println!(
         "[audit] {total} events: audit {audit_time:?} = {audit_rate:.0} events/s; raw verify_batch on all cores {raw:?} = {raw_rate:.0} events/s; \
-         ratio {ratio:.2} (goal >= 0.75 and >= 60000 events/s: {})",
-        if ratio >= 0.75 && audit_rate >= 60_000.0 {
+         ratio {ratio:.2} (goal >= 0.9 and >= 60000 events/s: {})",
+        if ratio >= 0.9 && audit_rate >= 60_000.0 {
             "met"
         } else {
             "NOT met"

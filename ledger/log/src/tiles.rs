@@ -756,7 +756,6 @@ struct Writer {
     /// A thread that fdatasyncs the open bundle while the commit thread
     /// fdatasyncs the commit log.
     bundle_syncer: Option<BundleSyncer>,
-    since_index_sync: u64,
 }
 
 impl Writer {
@@ -772,7 +771,6 @@ impl Writer {
             broken: false,
             part_file: None,
             bundle_syncer: None,
-            since_index_sync: 0,
         }
     }
 }
@@ -816,12 +814,8 @@ impl BundleSyncer {
     }
 }
 
-/// The derived indexes, apart from the writer so lookups never wait for a
-/// commit's fsync.
-struct Indexes {
-    statements: DiskTable,
-    checkpoints: DiskTable,
-}
+mod derived;
+use derived::Derived;
 
 /// The tile store under `DIR/tiles/`, with snapshots in `DIR/snapshots/`
 /// and the anchor in `DIR/anchor` (as for [`crate::store::SledStore`]).
@@ -840,7 +834,9 @@ pub struct TileStore {
     partial: File,
     view: RwLock<View>,
     writer: Mutex<Writer>,
-    indexes: Mutex<Indexes>,
+    /// The indexes and the full tiles a commit queued ([`derived`]);
+    /// lookups never wait for a commit's fsync.
+    derived: Derived,
     /// Full tiles and bundles read recently (immutable files).
     tile_cache: Mutex<TileCache>,
     bundle_cache: Mutex<HashMap<u64, Arc<Vec<Entry>>>>,
@@ -971,10 +967,9 @@ impl TileStore {
             .truncate(false)
             .open(&partial_path)
             .map_err(|e| LogError::io(&partial_path, e))?;
-        let indexes = Indexes {
-            statements: open_table("statements.idx")?,
-            checkpoints: open_table("checkpoints.idx")?,
-        };
+        let derived_commits = commits
+            .try_clone()
+            .map_err(|e| LogError::io(&commits_path, e))?;
         let mut store = Self {
             _lock: lock,
             root: root.clone(),
@@ -985,7 +980,14 @@ impl TileStore {
             partial,
             view: RwLock::new(View::default()),
             writer: Mutex::new(Writer::at(View::default(), 0)),
-            indexes: Mutex::new(indexes),
+            // Its indexes catch up below, before anything is queued.
+            derived: Derived::start(
+                open_table("statements.idx")?,
+                open_table("checkpoints.idx")?,
+                root.clone(),
+                derived_commits,
+                commits_path.clone(),
+            )?,
             tile_cache: Mutex::default(),
             bundle_cache: Mutex::default(),
         };
@@ -1027,9 +1029,23 @@ impl TileStore {
             }
         };
         {
-            let mut ix = store.indexes.lock().unwrap_or_else(PoisonError::into_inner);
-            store.catch_up_index(&mut ix.statements, commits_end, true)?;
-            store.catch_up_index(&mut ix.checkpoints, commits_end, false)?;
+            let mut ix = store.derived.indexes();
+            let ix = &mut *ix;
+            catch_up_index(
+                &mut ix.statements,
+                commits_end,
+                true,
+                &store.commits,
+                &commits_path,
+            )?;
+            catch_up_index(
+                &mut ix.checkpoints,
+                commits_end,
+                false,
+                &store.commits,
+                &commits_path,
+            )?;
+            ix.indexed_end = commits_end;
         }
         store.writer = Mutex::new(Writer::at(view.clone(), part_bytes));
         store.view = RwLock::new(view);
@@ -1260,6 +1276,10 @@ impl TileStore {
     /// Full hash tile `(level, index)`: read (cached), or, when missing,
     /// recomputed from the level below and written again (derived data).
     fn full_tile(&self, level: u8, index: u64) -> Result<Arc<Vec<Hash>>> {
+        // A tile a commit completed, until its file is in place.
+        if let Some(t) = self.derived.queued_tile(level, index) {
+            return Ok(t);
+        }
         if let Some(t) = self
             .tile_cache
             .lock()
@@ -1319,11 +1339,7 @@ impl TileStore {
     }
 
     fn write_tile(&self, level: u8, index: u64, hashes: &[Hash]) -> Result<()> {
-        let path = self.path(&hash_tile_path(level, index));
-        if let Some(dir) = path.parent() {
-            create_dir_durably(dir)?;
-        }
-        write_atomically(&path, &hashes.concat())
+        write_tile_file(&self.root, level, index, hashes)
     }
 
     /// The leaf hashes of the open bundle's events (the level-0 partial tile).
@@ -1417,101 +1433,19 @@ impl TileStore {
             .map_err(|e| LogError::io(&path, e))
     }
 
-    /// Brings a derived index up to `commits_end` from the commit log
-    /// (the records past its watermark); rebuilds it from the whole commit
-    /// log when it claims more than the log holds.
-    fn catch_up_index(
-        &self,
-        table: &mut DiskTable,
-        commits_end: u64,
-        statements: bool,
-    ) -> Result<()> {
-        if table.watermark > commits_end {
-            tracing::warn!(
-                "tile store: index {} is ahead of the commit log; rebuilding it",
-                table.path.display()
-            );
-            *table = DiskTable::create(&table.path.clone(), DiskTable::INITIAL)?;
-        }
-        let mut at = table.watermark;
-        while at < commits_end {
-            let rec = self.record_at(at)?;
-            self.index_record(table, &rec, statements)?;
-            at = rec.end;
-        }
-        table.sync(commits_end)
-    }
-
-    fn index_record(
-        &self,
-        table: &mut DiskTable,
-        rec: &CommitRecord,
-        statements: bool,
-    ) -> Result<()> {
-        if statements {
-            for (i, (d, _)) in rec.statements.iter().enumerate() {
-                let offset = rec.start + CommitRecord::statement_offset(i);
-                table.insert(digest_key(d), offset, &mut |v| {
-                    Ok(self
-                        .statement_at(v, rec.end)?
-                        .is_some_and(|(sd, _)| sd == *d))
-                })?;
-            }
-        } else if let Some((size, _)) = rec.checkpoint {
-            table.insert(mix64(size), rec.start, &mut |v| {
-                Ok(self
-                    .checkpoint_at(v, rec.end)?
-                    .is_some_and(|(s, _)| s == size))
-            })?;
-        }
-        Ok(())
-    }
-
     /// The record that starts at `offset` of the commit log.
     fn record_at(&self, offset: u64) -> Result<CommitRecord> {
-        let head = read_at(&self.commits, offset, 8, &self.commits_path)?;
-        let bad = || {
-            LogError::corrupt(
-                format!("tiles/commits, byte {offset}"),
-                "a damaged commit record",
-            )
-        };
-        if head.len() != 8 || &head[..4] != COMMIT_MAGIC {
-            return Err(bad());
-        }
-        let body_len = u64::from(u32::from_be_bytes([head[4], head[5], head[6], head[7]]));
-        let total = CommitRecord::HEADER + body_len + CommitRecord::TRAILER;
-        let bytes = read_at(&self.commits, offset, total as usize, &self.commits_path)?;
-        CommitRecord::parse(&bytes, offset).ok_or_else(bad)
+        record_at(&self.commits, &self.commits_path, offset)
     }
 
     /// The `(digest, seq)` pair at `offset`, if it lies before `end`.
     fn statement_at(&self, offset: u64, end: u64) -> Result<Option<(Hash, u64)>> {
-        if offset + 40 > end {
-            return Ok(None);
-        }
-        let b = read_at(&self.commits, offset, 40, &self.commits_path)?;
-        if b.len() != 40 {
-            return Ok(None);
-        }
-        let mut d = [0u8; 32];
-        d.copy_from_slice(&b[..32]);
-        Ok(Some((
-            d,
-            u64::from_be_bytes(b[32..].try_into().unwrap_or([0; 8])),
-        )))
+        statement_at(&self.commits, &self.commits_path, offset, end)
     }
 
     /// The checkpoint of the record at `offset`, if it lies before `end`.
     fn checkpoint_at(&self, offset: u64, end: u64) -> Result<Option<(u64, String)>> {
-        if offset >= end {
-            return Ok(None);
-        }
-        match self.record_at(offset) {
-            Ok(rec) if rec.end <= end => Ok(rec.checkpoint),
-            // A stale slot may point anywhere: not this key.
-            _ => Ok(None),
-        }
+        checkpoint_at(&self.commits, &self.commits_path, offset, end)
     }
 
     fn read_view(&self) -> std::sync::RwLockReadGuard<'_, View> {
@@ -1700,7 +1634,7 @@ impl TileStore {
             if w.view.partial_tiles[l].len() as u64 == TILE_WIDTH {
                 let tile = index / TILE_WIDTH;
                 let hashes = std::mem::take(&mut w.view.partial_tiles[l]);
-                self.write_tile(level / 8, tile, &hashes)?;
+                self.derived.queue_tile(level / 8, tile, hashes);
             }
         }
         if upper_changed {
@@ -1756,19 +1690,126 @@ impl TileStore {
         {
             w.view.latest = Some(c.clone());
         }
-        // Publish what is durable, then index it (derived, synced lazily).
+        // Publish what is durable, then queue it for the indexes (derived,
+        // inserted and synced by the derived-data thread; findable now).
         *self.view.write().unwrap_or_else(PoisonError::into_inner) = w.view.clone();
-        let mut ix = self.indexes.lock().unwrap_or_else(PoisonError::into_inner);
-        self.index_record(&mut ix.statements, &rec, true)?;
-        self.index_record(&mut ix.checkpoints, &rec, false)?;
-        w.since_index_sync += batch.events.len() as u64 + 1;
-        if w.since_index_sync >= INDEX_SYNC_EVERY {
-            ix.statements.sync(end)?;
-            ix.checkpoints.sync(end)?;
-            w.since_index_sync = 0;
-        }
+        self.derived.queue_record(rec);
         Ok(())
     }
+}
+
+/// The record that starts at `offset` of the commit log `commits`.
+fn record_at(commits: &File, path: &Path, offset: u64) -> Result<CommitRecord> {
+    let head = read_at(commits, offset, 8, path)?;
+    let bad = || {
+        LogError::corrupt(
+            format!("tiles/commits, byte {offset}"),
+            "a damaged commit record",
+        )
+    };
+    if head.len() != 8 || &head[..4] != COMMIT_MAGIC {
+        return Err(bad());
+    }
+    let body_len = u64::from(u32::from_be_bytes([head[4], head[5], head[6], head[7]]));
+    let total = CommitRecord::HEADER + body_len + CommitRecord::TRAILER;
+    let bytes = read_at(commits, offset, total as usize, path)?;
+    CommitRecord::parse(&bytes, offset).ok_or_else(bad)
+}
+
+/// The `(digest, seq)` pair at `offset` of the commit log, if it lies
+/// before `end`.
+fn statement_at(commits: &File, path: &Path, offset: u64, end: u64) -> Result<Option<(Hash, u64)>> {
+    if offset + 40 > end {
+        return Ok(None);
+    }
+    let b = read_at(commits, offset, 40, path)?;
+    if b.len() != 40 {
+        return Ok(None);
+    }
+    let mut d = [0u8; 32];
+    d.copy_from_slice(&b[..32]);
+    Ok(Some((
+        d,
+        u64::from_be_bytes(b[32..].try_into().unwrap_or([0; 8])),
+    )))
+}
+
+/// The checkpoint of the record at `offset` of the commit log, if it lies
+/// before `end`.
+fn checkpoint_at(
+    commits: &File,
+    path: &Path,
+    offset: u64,
+    end: u64,
+) -> Result<Option<(u64, String)>> {
+    if offset >= end {
+        return Ok(None);
+    }
+    match record_at(commits, path, offset) {
+        Ok(rec) if rec.end <= end => Ok(rec.checkpoint),
+        // A stale slot may point anywhere: not this key.
+        _ => Ok(None),
+    }
+}
+
+/// Brings a derived index up to `commits_end` from the commit log (the
+/// records past its watermark); rebuilds it from the whole commit log when
+/// it claims more than the log holds.
+fn catch_up_index(
+    table: &mut DiskTable,
+    commits_end: u64,
+    statements: bool,
+    commits: &File,
+    path: &Path,
+) -> Result<()> {
+    if table.watermark > commits_end {
+        tracing::warn!(
+            "tile store: index {} is ahead of the commit log; rebuilding it",
+            table.path.display()
+        );
+        *table = DiskTable::create(&table.path.clone(), DiskTable::INITIAL)?;
+    }
+    let mut at = table.watermark;
+    while at < commits_end {
+        let rec = record_at(commits, path, at)?;
+        index_record(table, &rec, statements, commits, path)?;
+        at = rec.end;
+    }
+    table.sync(commits_end)
+}
+
+/// Inserts a commit record's statements (`statements`) or its checkpoint
+/// into `table`, unless a checked entry is there already.
+fn index_record(
+    table: &mut DiskTable,
+    rec: &CommitRecord,
+    statements: bool,
+    commits: &File,
+    path: &Path,
+) -> Result<()> {
+    if statements {
+        for (i, (d, _)) in rec.statements.iter().enumerate() {
+            let offset = rec.start + CommitRecord::statement_offset(i);
+            table.insert(digest_key(d), offset, &mut |v| {
+                Ok(statement_at(commits, path, v, rec.end)?.is_some_and(|(sd, _)| sd == *d))
+            })?;
+        }
+    } else if let Some((size, _)) = rec.checkpoint {
+        table.insert(mix64(size), rec.start, &mut |v| {
+            Ok(checkpoint_at(commits, path, v, rec.end)?.is_some_and(|(s, _)| s == size))
+        })?;
+    }
+    Ok(())
+}
+
+/// Writes full hash tile `(level, index)` under the tile root `root`
+/// (atomically; its directories durably).
+fn write_tile_file(root: &Path, level: u8, index: u64, hashes: &[Hash]) -> Result<()> {
+    let path = root.join(hash_tile_path(level, index));
+    if let Some(dir) = path.parent() {
+        create_dir_durably(dir)?;
+    }
+    write_atomically(&path, &hashes.concat())
 }
 
 impl NodeSource for TileStore {
@@ -1792,6 +1833,10 @@ impl NodeSource for TileStore {
 impl Store for TileStore {
     fn commit(&self, batch: &CommitBatch) -> Result<()> {
         let mut guard = self.lock_writer()?;
+        if let Some(e) = self.derived.failure() {
+            guard.broken = true;
+            return Err(e);
+        }
         let result = self.commit_locked(&mut guard, batch);
         if result.is_err() {
             guard.broken = true;
@@ -1844,7 +1889,10 @@ impl Store for TileStore {
 
     fn statement_seq(&self, digest: &Hash) -> Result<Option<u64>> {
         let end = self.read_view().commits_end;
-        let ix = self.indexes.lock().unwrap_or_else(PoisonError::into_inner);
+        let ix = self.derived.indexes();
+        if let Some(seq) = ix.queued_statement(digest) {
+            return Ok(Some(seq));
+        }
         let mut found = None;
         ix.statements.find(digest_key(digest), &mut |offset| {
             Ok(match self.statement_at(offset, end)? {
@@ -1911,7 +1959,10 @@ impl Store for TileStore {
         if latest.as_ref().is_some_and(|l| l.0 == size) {
             return Ok(latest);
         }
-        let ix = self.indexes.lock().unwrap_or_else(PoisonError::into_inner);
+        let ix = self.derived.indexes();
+        if let Some(c) = ix.queued_checkpoint(size) {
+            return Ok(Some(c.clone()));
+        }
         let mut found = None;
         ix.checkpoints.find(mix64(size), &mut |offset| {
             Ok(match self.checkpoint_at(offset, commits_end)? {
@@ -1972,9 +2023,8 @@ impl Store for TileStore {
             }
         }
         *self.view.write().unwrap_or_else(PoisonError::into_inner) = w.view.clone();
-        let mut ix = self.indexes.lock().unwrap_or_else(PoisonError::into_inner);
-        for rec in &records {
-            self.index_record(&mut ix.checkpoints, rec, false)?;
+        for rec in records {
+            self.derived.queue_record(rec);
         }
         Ok(())
     }
@@ -2002,12 +2052,10 @@ impl Store for TileStore {
 
 impl Drop for TileStore {
     fn drop(&mut self) {
-        // Leave the indexes' watermark current so the next open re-indexes
-        // nothing (best effort: they are derived).
-        let end = self.read_view().commits_end;
-        let mut ix = self.indexes.lock().unwrap_or_else(PoisonError::into_inner);
-        let _ = ix.statements.sync(end);
-        let _ = ix.checkpoints.sync(end);
+        // Finish the queued index inserts and tile writes and leave the
+        // indexes' watermark current, so the next open re-indexes nothing,
+        // before the process lock (a field dropped after this) is released.
+        self.derived.close();
     }
 }
 

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use docket_log::LogError;
 use docket_log::checkpoint::Checkpoint;
 use docket_log::merkle::{self, Frontier, MemoryTree, NodeSource};
 use docket_log::store::{CommitBatch, Store};
@@ -33,6 +34,7 @@ fn digest(seq: u64) -> [u8; 32] {
 }
 
 /// What the store must hold: the tree of every committed event.
+#[derive(Clone)]
 struct Model {
     frontier: Frontier,
     tree: MemoryTree,
@@ -522,4 +524,105 @@ fn a_forged_partial_tiles_file_is_recomputed_not_trusted() {
         check(&store, &model, probe);
     }
     assert_eq!(std::fs::read(&partial).unwrap(), before);
+}
+
+/// The synced watermark of a derived index: the commit-log offset up to
+/// which it holds every record (header: magic, capacity, count, watermark).
+fn index_watermark(dir: &Path, name: &str) -> u64 {
+    let b = std::fs::read(dir.join("tiles").join(name)).unwrap();
+    u64::from_be_bytes(b[24..32].try_into().unwrap())
+}
+
+#[test]
+fn what_a_commit_queues_for_the_derived_thread_is_readable_at_once_and_on_disk_after_close() {
+    // Given a store, when commits complete two full tiles and are read
+    // straight away (the derived-data thread may not have written the
+    // tiles or inserted the statements yet),
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    for n in [200u64, 150, 170] {
+        store.commit(&model.batch(n)).unwrap();
+        for probe in [0, 199, 255, 256, 400, 519] {
+            check(&store, &model, probe);
+        }
+        for seq in 0..model.len() {
+            assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
+            assert_eq!(
+                store.checkpoint(Some(model.len())).unwrap().map(|c| c.0),
+                Some(model.len())
+            );
+        }
+    }
+    // then everything reads as the model, and once closed the tiles are
+    // files and the indexes are synced up to the end of the commit log
+    // (the next open re-indexes nothing).
+    drop(store);
+    for tile in [0, 1] {
+        let path = dir
+            .path()
+            .join("tiles")
+            .join(tiles::hash_tile_path(0, tile));
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            256 * 32,
+            "{}",
+            path.display()
+        );
+    }
+    let end = std::fs::metadata(dir.path().join("tiles/commits"))
+        .unwrap()
+        .len();
+    assert_eq!(index_watermark(dir.path(), "statements.idx"), end);
+    assert_eq!(index_watermark(dir.path(), "checkpoints.idx"), end);
+    let store = open(dir.path());
+    check(&store, &model, 300);
+}
+
+#[test]
+fn a_tile_the_derived_thread_cannot_write_stops_later_commits_and_stays_readable() {
+    // Given a store whose level-0 tile directory cannot be made (a file
+    // has its name),
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    store.commit(&model.batch(200)).unwrap();
+    let blocker = dir.path().join("tiles/tile/0");
+    std::fs::write(&blocker, b"not a directory").unwrap();
+    // when a commit completes tile 0 (it returns: its events are durable),
+    store.commit(&model.batch(100)).unwrap();
+    // then the tile is still served from memory,
+    check(&store, &model, 10);
+    // and once the thread has failed, every later commit is refused with
+    // the I/O error, naming the file (fail-stop), and nothing is added.
+    let mut refused = None;
+    for _ in 0..500 {
+        // A refused batch must not advance the model: try it on a copy.
+        let mut trial = model.clone();
+        match store.commit(&trial.batch(1)) {
+            Ok(()) => model = trial,
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let e = refused.expect("a commit after the failed tile write is refused");
+    assert!(matches!(e, LogError::Io { .. }), "{e:?}");
+    assert!(e.to_string().contains("tile/0"), "{e}");
+    assert!(store.commit(&model.clone().batch(1)).is_err());
+    assert_eq!(store.len().unwrap(), model.len());
+    check(&store, &model, 20);
+    // And after the cause is removed, a reopen recomputes the tile.
+    drop(store);
+    std::fs::remove_file(&blocker).unwrap();
+    let store = open(dir.path());
+    check(&store, &model, 30);
+    assert!(
+        dir.path()
+            .join("tiles")
+            .join(tiles::hash_tile_path(0, 0))
+            .exists()
+    );
 }

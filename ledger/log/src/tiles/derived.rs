@@ -177,11 +177,14 @@ impl Derived {
     /// Finishes the queue, stops the thread and syncs the indexes with
     /// their watermark (best effort: they are derived).
     pub(super) fn close(&mut self) {
+        // Once: the store closes it before its lock is released, and the
+        // drop of this value comes after.
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
         self.shared.lock().stop = true;
         self.shared.changed.notify_all();
-        if let Some(t) = self.thread.take()
-            && t.join().is_err()
-        {
+        if thread.join().is_err() {
             tracing::warn!("tile store: the derived-data thread panicked");
         }
         let mut ix = self.shared.lock();

@@ -188,10 +188,16 @@ impl Derived {
             tracing::warn!("tile store: the derived-data thread panicked");
         }
         let mut ix = self.shared.lock();
+        // Watermarks only move forward: a store whose open failed before
+        // its indexes caught up leaves them as they were.
         if ix.failed.is_none() && ix.jobs.is_empty() {
             let end = ix.indexed_end;
-            let _ = ix.statements.sync(end);
-            let _ = ix.checkpoints.sync(end);
+            if end > ix.statements.watermark {
+                let _ = ix.statements.sync(end);
+            }
+            if end > ix.checkpoints.watermark {
+                let _ = ix.checkpoints.sync(end);
+            }
         }
     }
 }

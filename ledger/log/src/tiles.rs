@@ -17,8 +17,11 @@
 //! and one record to the commit log; it fdatasyncs the bundle and the
 //! commit log (and each new file and every directory whose listing changed)
 //! before it returns. A bundle that reaches 256 entries is renamed to its
-//! full name; a hash tile is written only when full (temp file, fsync,
-//! rename, fsync of the directory). The partial hash tiles are kept in
+//! full name. A hash tile is written only when full, and like the indexes'
+//! inserts after the commit returns, by the store's derived-data thread
+//! (`tiles/derived.rs`; temp file, fsync, rename, fsync of the directory): both
+//! are derived, answered from memory until written, and recomputed or
+//! caught up when a crash lost them. The partial hash tiles are kept in
 //! memory; those of levels 1 and up also in the derived file
 //! `tiles/partial`, which an open uses only when it gives the latest
 //! checkpoint's root (else they are recomputed from the full tiles below),
@@ -449,6 +452,60 @@ fn record_ending_at(file: &File, end: u64, path: &Path) -> Result<Option<CommitR
     };
     let bytes = read_at(file, start, total as usize, path)?;
     Ok(CommitRecord::parse(&bytes, start))
+}
+
+/// The record that starts at `offset` of the commit log `commits`.
+fn record_at(commits: &File, path: &Path, offset: u64) -> Result<CommitRecord> {
+    let head = read_at(commits, offset, 8, path)?;
+    let bad = || {
+        LogError::corrupt(
+            format!("tiles/commits, byte {offset}"),
+            "a damaged commit record",
+        )
+    };
+    if head.len() != 8 || &head[..4] != COMMIT_MAGIC {
+        return Err(bad());
+    }
+    let body_len = u64::from(u32::from_be_bytes([head[4], head[5], head[6], head[7]]));
+    let total = CommitRecord::HEADER + body_len + CommitRecord::TRAILER;
+    let bytes = read_at(commits, offset, total as usize, path)?;
+    CommitRecord::parse(&bytes, offset).ok_or_else(bad)
+}
+
+/// The `(digest, seq)` pair at `offset` of the commit log, if it lies
+/// before `end`.
+fn statement_at(commits: &File, path: &Path, offset: u64, end: u64) -> Result<Option<(Hash, u64)>> {
+    if offset + 40 > end {
+        return Ok(None);
+    }
+    let b = read_at(commits, offset, 40, path)?;
+    if b.len() != 40 {
+        return Ok(None);
+    }
+    let mut d = [0u8; 32];
+    d.copy_from_slice(&b[..32]);
+    Ok(Some((
+        d,
+        u64::from_be_bytes(b[32..].try_into().unwrap_or([0; 8])),
+    )))
+}
+
+/// The checkpoint of the record at `offset` of the commit log, if it lies
+/// before `end`.
+fn checkpoint_at(
+    commits: &File,
+    path: &Path,
+    offset: u64,
+    end: u64,
+) -> Result<Option<(u64, String)>> {
+    if offset >= end {
+        return Ok(None);
+    }
+    match record_at(commits, path, offset) {
+        Ok(rec) if rec.end <= end => Ok(rec.checkpoint),
+        // A stale slot may point anywhere: not this key.
+        _ => Ok(None),
+    }
 }
 
 /// A derived open-addressing hash table on disk: 16-byte slots of
@@ -1695,60 +1752,6 @@ impl TileStore {
         *self.view.write().unwrap_or_else(PoisonError::into_inner) = w.view.clone();
         self.derived.queue_record(rec);
         Ok(())
-    }
-}
-
-/// The record that starts at `offset` of the commit log `commits`.
-fn record_at(commits: &File, path: &Path, offset: u64) -> Result<CommitRecord> {
-    let head = read_at(commits, offset, 8, path)?;
-    let bad = || {
-        LogError::corrupt(
-            format!("tiles/commits, byte {offset}"),
-            "a damaged commit record",
-        )
-    };
-    if head.len() != 8 || &head[..4] != COMMIT_MAGIC {
-        return Err(bad());
-    }
-    let body_len = u64::from(u32::from_be_bytes([head[4], head[5], head[6], head[7]]));
-    let total = CommitRecord::HEADER + body_len + CommitRecord::TRAILER;
-    let bytes = read_at(commits, offset, total as usize, path)?;
-    CommitRecord::parse(&bytes, offset).ok_or_else(bad)
-}
-
-/// The `(digest, seq)` pair at `offset` of the commit log, if it lies
-/// before `end`.
-fn statement_at(commits: &File, path: &Path, offset: u64, end: u64) -> Result<Option<(Hash, u64)>> {
-    if offset + 40 > end {
-        return Ok(None);
-    }
-    let b = read_at(commits, offset, 40, path)?;
-    if b.len() != 40 {
-        return Ok(None);
-    }
-    let mut d = [0u8; 32];
-    d.copy_from_slice(&b[..32]);
-    Ok(Some((
-        d,
-        u64::from_be_bytes(b[32..].try_into().unwrap_or([0; 8])),
-    )))
-}
-
-/// The checkpoint of the record at `offset` of the commit log, if it lies
-/// before `end`.
-fn checkpoint_at(
-    commits: &File,
-    path: &Path,
-    offset: u64,
-    end: u64,
-) -> Result<Option<(u64, String)>> {
-    if offset >= end {
-        return Ok(None);
-    }
-    match record_at(commits, path, offset) {
-        Ok(rec) if rec.end <= end => Ok(rec.checkpoint),
-        // A stale slot may point anywhere: not this key.
-        _ => Ok(None),
     }
 }
 

@@ -88,7 +88,13 @@ const COMMIT_MAGIC: &[u8; 4] = b"DKC1";
 const COMMIT_END: &[u8; 4] = b"DKCE";
 const NO_CHECKPOINT: u64 = u64::MAX;
 /// Events between two syncs of the derived indexes (their watermark).
-const INDEX_SYNC_EVERY: u64 = 1024;
+/// Bounds the re-indexing an open does after a crash (65,536 events, about
+/// 0.2 s); a sync writes back every page an insert touched since the last
+/// one, and at a million events nearly every insert touches its own page,
+/// so syncing every 1,024 events wrote 4 KiB of index per event (with 64
+/// unary clients at 830k events: 11.0k appends/s, against 12.4k with this
+/// interval).
+const INDEX_SYNC_EVERY: u64 = 1 << 16;
 const PARTIAL_MAGIC: &[u8; 4] = b"DKP1";
 /// The derived file holding the partial hash tiles of levels 1 and up.
 const PARTIAL_FILE: &str = "partial";
@@ -636,8 +642,8 @@ impl DiskTable {
         value: u64,
         accept: &mut dyn FnMut(u64) -> Result<bool>,
     ) -> Result<()> {
-        if self.count.saturating_add(1).saturating_mul(2) > self.capacity {
-            self.grow()?;
+        if self.needs_growth(1) {
+            *self = self.grown()?;
         }
         let mask = self.capacity - 1;
         let mut i = key & mask;
@@ -660,20 +666,44 @@ impl DiskTable {
         }
     }
 
-    /// Rewrites the table at four times its capacity (temp file, fsync,
-    /// rename): the slots move, nothing is re-read from the log. Memory stays
+    /// Whether inserting `more` new keys would take the table past half
+    /// full (an insert then grows it first).
+    fn needs_growth(&self, more: u64) -> bool {
+        self.count.saturating_add(more).saturating_mul(2) > self.capacity
+    }
+
+    /// A second handle of the table as it is now, for work that only reads
+    /// it (growth, sync) while lookups go on through the first.
+    fn handle(&self) -> Result<Self> {
+        Ok(Self {
+            path: self.path.clone(),
+            file: self
+                .file
+                .try_clone()
+                .map_err(|e| LogError::io(&self.path, e))?,
+            capacity: self.capacity,
+            count: self.count,
+            watermark: self.watermark,
+        })
+    }
+
+    /// The table rewritten at four times its capacity (temp file, fsync,
+    /// rename over this one's path), returned for the caller to use from
+    /// now on: this handle still reads the old file, which holds the same
+    /// keys. The slots move, nothing is re-read from the log. Memory stays
     /// bounded: the new table is built in [`Self::GROW_PASSES`] regions, each
     /// from one pass over the old table read in 1 MiB chunks (a key's home in
     /// the new table is its home in the old one plus some of its higher bits,
     /// so each region gathers the keys whose home falls in it). A probe that
     /// runs past a region's end carries into the next one; past the table's
     /// end it wraps, and those few are placed last, slot by slot.
-    fn grow(&mut self) -> Result<()> {
+    fn grown(&self) -> Result<Self> {
         let tmp = self.path.with_extension("idx.grow");
         let mut next = Self::create(&tmp, self.capacity * 4)?;
         let mask = next.capacity - 1;
         let region = (next.capacity / Self::GROW_PASSES).max(1);
         const CHUNK_SLOTS: u64 = 1 << 16;
+        const PAGE: usize = 4096;
         let mut carried: Vec<[u8; 16]> = Vec::new();
         let mut wrapped: Vec<[u8; 16]> = Vec::new();
         let mut buf = vec![0u8; (16 * region) as usize];
@@ -723,9 +753,17 @@ impl DiskTable {
                 }
                 at += n;
             }
-            next.file
-                .write_all_at(&buf, Self::HEADER + 16 * first)
-                .map_err(|e| LogError::io(&tmp, e))?;
+            // In pages, not in one write: the page cache would hold a large
+            // write in large folios (up to 2 MiB on kernel 6.18's ext4), and
+            // every later 16-byte insert then walks all of its folio's
+            // blocks. Measured here on a 64 MiB table: 6.5 µs per insert
+            // after 4 MiB writes, 0.85 µs after 4 KiB ones; in the server,
+            // a fifth of all CPU at a million events.
+            for (n, page) in buf.chunks(PAGE).enumerate() {
+                next.file
+                    .write_all_at(page, Self::HEADER + 16 * first + (n * PAGE) as u64)
+                    .map_err(|e| LogError::io(&tmp, e))?;
+            }
             first += region;
             if first < next.capacity {
                 carried = overflow;
@@ -756,15 +794,27 @@ impl DiskTable {
             sync_dir(dir)?;
         }
         next.path = self.path.clone();
-        *self = next;
-        Ok(())
+        Ok(next)
     }
 
     /// Makes every slot written so far durable, then records `watermark`.
     fn sync(&mut self, watermark: u64) -> Result<()> {
+        self.sync_slots()?;
+        self.record_watermark(watermark)
+    }
+
+    /// Makes every slot written so far durable (through any handle).
+    fn sync_slots(&self) -> Result<()> {
         self.file
             .sync_data()
-            .map_err(|e| LogError::io(&self.path, e))?;
+            .map_err(|e| LogError::io(&self.path, e))
+    }
+
+    /// Records that every key up to commit-log offset `watermark` is in the
+    /// table and durable. The header reaches the disk with the next sync;
+    /// until then the older watermark stands, which only costs a longer
+    /// catch-up.
+    fn record_watermark(&mut self, watermark: u64) -> Result<()> {
         self.watermark = watermark;
         self.write_header()
     }

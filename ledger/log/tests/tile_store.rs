@@ -54,6 +54,11 @@ impl Model {
 
     /// The batch appending `n` events, with nodes and a checkpoint.
     fn batch(&mut self, n: u64) -> CommitBatch {
+        self.batch_of(n, event)
+    }
+
+    /// The same with events made by `event`.
+    fn batch_of(&mut self, n: u64, event: fn(u64) -> Vec<u8>) -> CommitBatch {
         let mut b = CommitBatch::default();
         let from = self.len();
         for seq in from..from + n {
@@ -577,6 +582,70 @@ fn what_a_commit_queues_for_the_derived_thread_is_readable_at_once_and_on_disk_a
     assert_eq!(index_watermark(dir.path(), "checkpoints.idx"), end);
     let store = open(dir.path());
     check(&store, &model, 300);
+}
+
+#[test]
+fn lookups_go_on_while_the_derived_thread_grows_and_syncs_the_statement_index() {
+    // Given a store, and a reader looking up committed statements all along,
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    let committed = std::sync::atomic::AtomicU64::new(0);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let small = |seq: u64| format!("\x01small-{seq}").into_bytes();
+    let lookups = std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            let mut lookups = 0u64;
+            let mut probe = 1u64;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                let len = committed.load(std::sync::atomic::Ordering::Acquire);
+                if len > 0 {
+                    probe = probe
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1);
+                    let seq = (probe >> 11) % len;
+                    assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
+                    lookups += 1;
+                }
+            }
+            lookups
+        });
+        // when 70,000 statements are committed (the statement index grows
+        // twice, from 16,384 slots to 262,144, each time while the reader
+        // reads, and is synced once 65,536 events are in),
+        for _ in 0..14 {
+            store.commit(&model.batch_of(5_000, small)).unwrap();
+            committed.store(model.len(), std::sync::atomic::Ordering::Release);
+        }
+        done.store(true, std::sync::atomic::Ordering::Release);
+        reader.join().unwrap()
+    });
+    assert!(lookups > 0);
+    // then every statement is found, the index has grown, and its synced
+    // watermark moves on while the store is open (the thread syncs it with
+    // no close),
+    for seq in (0..model.len()).step_by(7) {
+        assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
+    }
+    let index = dir.path().join("tiles/statements.idx");
+    assert_eq!(
+        std::fs::metadata(&index).unwrap().len(),
+        4096 + 16 * 262_144
+    );
+    let waited = std::time::Instant::now();
+    while index_watermark(dir.path(), "statements.idx") == 0 {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(120),
+            "never synced"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // and after a reopen every statement is still found.
+    drop(store);
+    let store = open(dir.path());
+    for seq in (0..model.len()).step_by(7) {
+        assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
+    }
 }
 
 #[test]

@@ -8,7 +8,9 @@
 //!   thread has inserted it, lookups answer from the queued record itself,
 //!   so a statement is findable from the moment its commit returns, exactly
 //!   as before. The thread syncs the tables (and advances their watermark)
-//!   every [`INDEX_SYNC_EVERY`] events, and on close.
+//!   every [`INDEX_SYNC_EVERY`] events, and on close. A sync and a table's
+//!   growth (a rewrite at four times the size) run with the lock released,
+//!   so lookups never wait on them.
 //! * **Full hash tiles.** A full tile is a function of the bundle (level 0)
 //!   or of the tiles below (level L); a missing one is recomputed and
 //!   rewritten when read ([`TileStore::full_tile`]). A commit queues the
@@ -228,6 +230,17 @@ fn run(shared: &Shared) {
         };
         match job {
             Job::Index(rec) => {
+                // A table that must grow first grows with the lock
+                // released: a rewrite of the whole table (seconds at
+                // millions of events) must not stall lookups, and so the
+                // commits waiting on them.
+                ix = match grow_unlocked(shared, ix, &rec) {
+                    Ok(ix) => ix,
+                    Err((mut ix, e)) => {
+                        fail(&mut ix, &e);
+                        continue;
+                    }
+                };
                 // Inserted and un-queued under one lock: a lookup sees the
                 // record in one place or the other.
                 let done = index_record(
@@ -257,15 +270,8 @@ fn run(shared: &Shared) {
                         ix.indexed_end = rec.end;
                         ix.since_sync += rec.statements.len() as u64 + 1;
                         if ix.since_sync >= INDEX_SYNC_EVERY {
-                            let end = ix.indexed_end;
-                            if let Err(e) = ix
-                                .statements
-                                .sync(end)
-                                .and_then(|()| ix.checkpoints.sync(end))
-                            {
-                                fail(&mut ix, &e);
-                            }
                             ix.since_sync = 0;
+                            ix = sync_unlocked(shared, ix);
                         }
                     }
                     Err(e) => fail(&mut ix, &e),
@@ -288,6 +294,83 @@ fn run(shared: &Shared) {
             }
         }
         shared.changed.notify_all();
+    }
+}
+
+/// Grows either table that `rec` would take past half full, with the lock
+/// released while the new table is written. Sound because this thread is
+/// the tables' only writer: lookups meanwhile read the old table, which
+/// holds the same keys (the record itself is still queued), and the new
+/// one replaces it under the lock. Returns the lock, retaken.
+fn grow_unlocked<'a>(
+    shared: &'a Shared,
+    mut ix: MutexGuard<'a, Indexes>,
+    rec: &CommitRecord,
+) -> std::result::Result<MutexGuard<'a, Indexes>, (MutexGuard<'a, Indexes>, LogError)> {
+    let statements = rec.statements.len() as u64;
+    let checkpoints = u64::from(rec.checkpoint.is_some());
+    for (which, more) in [
+        (Table::Statements, statements),
+        (Table::Checkpoints, checkpoints),
+    ] {
+        let table = which.of(&mut ix);
+        if more == 0 || !table.needs_growth(more) {
+            continue;
+        }
+        let old = match table.handle() {
+            Ok(old) => old,
+            Err(e) => return Err((ix, e)),
+        };
+        drop(ix);
+        let grown = old.grown();
+        ix = shared.lock();
+        match grown {
+            Ok(next) => *which.of(&mut ix) = next,
+            Err(e) => return Err((ix, e)),
+        }
+    }
+    Ok(ix)
+}
+
+/// Syncs both tables with the lock released (a sync writes back every page
+/// touched since the last one: milliseconds that lookups must not wait
+/// for), then records the watermark both reached. Sound for the same
+/// reason as [`grow_unlocked`]: nothing else writes the tables.
+fn sync_unlocked<'a>(shared: &'a Shared, ix: MutexGuard<'a, Indexes>) -> MutexGuard<'a, Indexes> {
+    let end = ix.indexed_end;
+    let handles = ix
+        .statements
+        .handle()
+        .and_then(|s| Ok((s, ix.checkpoints.handle()?)));
+    drop(ix);
+    let synced = handles.and_then(|(s, c)| {
+        s.sync_slots()?;
+        c.sync_slots()
+    });
+    let mut ix = shared.lock();
+    let recorded = synced.and_then(|()| {
+        ix.statements.record_watermark(end)?;
+        ix.checkpoints.record_watermark(end)
+    });
+    if let Err(e) = recorded {
+        fail(&mut ix, &e);
+    }
+    ix
+}
+
+/// One of the two indexes.
+#[derive(Clone, Copy)]
+enum Table {
+    Statements,
+    Checkpoints,
+}
+
+impl Table {
+    fn of(self, ix: &mut Indexes) -> &mut DiskTable {
+        match self {
+            Self::Statements => &mut ix.statements,
+            Self::Checkpoints => &mut ix.checkpoints,
+        }
     }
 }
 

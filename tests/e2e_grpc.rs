@@ -1276,6 +1276,37 @@ fn a_tail_resumes_by_sequence_across_a_server_restart() {
 // ------------------------------------------------------------ the binary
 
 #[test]
+fn serve_on_an_empty_directory_creates_the_layout_store_names() {
+    for (flags, made, not_made) in [
+        (&["--store", "sled"][..], "log", "tiles"),
+        (&[][..], "tiles", "log"),
+    ] {
+        // Given an empty directory, when `docket serve` starts on it with
+        // `flags` and stops,
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("ledger");
+        let serve = ServeProcess::start(&data, flags);
+        assert!(
+            serve.stdout_head.iter().any(|l| l.contains("admin key")),
+            "it initialised the ledger: {:?}",
+            serve.stdout_head
+        );
+        assert_eq!(serve.terminate(), 0);
+        // then the ledger it made is in the layout `--store` names, and
+        // verifies.
+        assert!(data.join(made).is_dir(), "{flags:?}: {made}/ made");
+        assert!(!data.join(not_made).exists(), "{flags:?}: no {not_made}/");
+        let (code, out, err) = run_docket(&[
+            "--data",
+            data.to_str().expect("utf-8"),
+            "replay",
+            "--verify",
+        ]);
+        assert_eq!(code, 0, "{flags:?}: {out}{err}");
+    }
+}
+
+#[test]
 fn cli_over_grpc_matches_embedded_output_and_exit_codes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("ledger");

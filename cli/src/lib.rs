@@ -40,8 +40,11 @@ pub struct Ctx {
     /// `--server URL` (env `DOCKET_SERVER`).
     pub server: Option<String>,
     /// `--store postgres://…` (env `DOCKET_STORE`): the log lives in
-    /// PostgreSQL ([`pg_cmds`]); None: the sled store in `data`.
+    /// PostgreSQL ([`pg_cmds`]); None: the embedded store in `data`.
     pub store: Option<String>,
+    /// The embedded layout a new ledger gets (`--store sled`, else tiles);
+    /// an existing ledger keeps the one it has.
+    pub new_layout: docket_log::Layout,
     pub out: Output,
     backend: OnceLock<Box<dyn Backend + Send + Sync>>,
     /// The address of the `docket serve` found holding `data` (set by
@@ -64,6 +67,7 @@ impl Ctx {
             data,
             server,
             store: None,
+            new_layout: docket_log::Layout::Tiles,
             out,
             backend: OnceLock::new(),
             served: OnceLock::new(),
@@ -73,6 +77,12 @@ impl Ctx {
     /// The same context with the log in PostgreSQL at `store`.
     pub fn with_store(mut self, store: Option<String>) -> Self {
         self.store = store;
+        self
+    }
+
+    /// The same context creating new embedded ledgers in `layout`.
+    pub fn with_new_layout(mut self, layout: docket_log::Layout) -> Self {
+        self.new_layout = layout;
         self
     }
 

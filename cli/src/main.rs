@@ -172,7 +172,9 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::for_error(&e));
         }
     };
-    let ctx = Ctx::new(cli.data.clone(), cli.server.clone(), out).with_store(store.clone());
+    let ctx = Ctx::new(cli.data.clone(), cli.server.clone(), out)
+        .with_store(store.clone())
+        .with_new_layout(docket_cli::pg_cmds::embedded_layout(cli.store.as_deref()));
     let result = match &cli.command {
         Command::Init(a) => match &store {
             Some(url) => docket_cli::pg_cmds::run_init(&cli.data, url, a, out),

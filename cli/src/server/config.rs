@@ -189,7 +189,9 @@ pub struct ServeOptions {
     pub tls: Option<TlsFiles>,
     /// Upload quota per key and the disk reserve.
     pub uploads: UploadLimits,
-    /// The log in PostgreSQL (`--store`, see `crate::pg_cmds`); None: sled.
+    /// The log in PostgreSQL (`--store`, see `crate::pg_cmds`); None: the
+    /// embedded store in the data directory (a ledger `serve` initialises
+    /// there gets `ledger.layout`).
     pub store: Option<String>,
 }
 

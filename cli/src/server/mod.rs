@@ -221,7 +221,12 @@ fn open_or_init(opts: &ServeOptions) -> Result<(Docket, Option<InitOutcome>)> {
     };
     let mut init = None;
     if !docket_domain::ledger::exists(&opts.data) {
-        let (ledger, info) = docket_domain::ledger::init(&opts.data, opts.origin.as_deref())?;
+        // In the layout `--store` names (`ledger.layout`).
+        let (ledger, info) = docket_domain::ledger::init_with(
+            &opts.data,
+            opts.origin.as_deref(),
+            opts.ledger.clone(),
+        )?;
         ledger.close()?;
         drop(ledger);
         init = Some(info);
@@ -511,6 +516,7 @@ fn run_serve(ctx: &Ctx, args: &ServeArgs) -> Result<u8> {
     }
     let mut opts = ServeOptions::resolve(&ctx.data, args)?;
     opts.store.clone_from(&ctx.store);
+    opts.ledger.layout = ctx.new_layout;
     let runtime = server_runtime()?;
     runtime.block_on(async {
         let server = spawn(opts.clone()).await?;

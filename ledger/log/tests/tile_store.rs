@@ -695,3 +695,50 @@ fn a_tile_the_derived_thread_cannot_write_stops_later_commits_and_stays_readable
             .exists()
     );
 }
+
+#[test]
+fn an_index_growth_that_fails_stops_later_commits_and_every_statement_stays_findable() {
+    // Given a store whose statement index cannot grow (a directory has the
+    // name of the table it would build),
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    let small = |seq: u64| format!("\x01small-{seq}").into_bytes();
+    std::fs::create_dir(dir.path().join("tiles/statements.idx.grow")).unwrap();
+    // when commits take the index past half of its 16,384 slots (they
+    // return: their events are durable; the growth happens after, on the
+    // derived-data thread),
+    store.commit(&model.batch_of(5_000, small)).unwrap();
+    store.commit(&model.batch_of(5_000, small)).unwrap();
+    // then once the thread has failed, every later commit is refused with
+    // the I/O error, naming the file (fail-stop), and nothing is added,
+    let mut refused = None;
+    for _ in 0..2_000 {
+        let mut trial = model.clone();
+        match store.commit(&trial.batch_of(1, small)) {
+            Ok(()) => model = trial,
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let e = refused.expect("a commit after the failed growth is refused");
+    assert!(matches!(e, LogError::Io { .. }), "{e:?}");
+    assert!(e.to_string().contains("statements.idx.grow"), "{e}");
+    assert_eq!(store.len().unwrap(), model.len());
+    // every statement is still found (the record that could not be
+    // inserted is still queued),
+    for seq in 0..model.len() {
+        assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
+    }
+    // and after the cause is removed a reopen catches the index up.
+    drop(store);
+    std::fs::remove_dir(dir.path().join("tiles/statements.idx.grow")).unwrap();
+    let store = open(dir.path());
+    for seq in 0..model.len() {
+        assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
+    }
+    store.commit(&model.batch_of(1, small)).unwrap();
+}

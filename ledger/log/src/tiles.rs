@@ -797,10 +797,12 @@ impl DiskTable {
         Ok(next)
     }
 
-    /// Makes every slot written so far durable, then records `watermark`.
+    /// Makes every slot written so far durable, then records `watermark`
+    /// and makes that durable too.
     fn sync(&mut self, watermark: u64) -> Result<()> {
         self.sync_slots()?;
-        self.record_watermark(watermark)
+        self.record_watermark(watermark)?;
+        self.sync_slots()
     }
 
     /// Makes every slot written so far durable (through any handle).
@@ -811,9 +813,9 @@ impl DiskTable {
     }
 
     /// Records that every key up to commit-log offset `watermark` is in the
-    /// table and durable. The header reaches the disk with the next sync;
-    /// until then the older watermark stands, which only costs a longer
-    /// catch-up.
+    /// table and durable (the caller synced them first, and syncs the
+    /// header after: until then the older watermark stands, which only
+    /// costs a longer catch-up).
     fn record_watermark(&mut self, watermark: u64) -> Result<()> {
         self.watermark = watermark;
         self.write_header()
@@ -1823,6 +1825,10 @@ fn catch_up_index(
         *table = DiskTable::create(&table.path.clone(), DiskTable::INITIAL)?;
     }
     let mut at = table.watermark;
+    if at == commits_end {
+        // Caught up already (a clean close): nothing to make durable.
+        return Ok(());
+    }
     while at < commits_end {
         let rec = record_at(commits, path, at)?;
         index_record(table, &rec, statements, commits, path)?;

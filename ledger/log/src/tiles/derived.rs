@@ -334,10 +334,34 @@ fn grow_unlocked<'a>(
 
 /// Syncs both tables with the lock released (a sync writes back every page
 /// touched since the last one: milliseconds that lookups must not wait
-/// for), then records the watermark both reached. Sound for the same
-/// reason as [`grow_unlocked`]: nothing else writes the tables.
+/// for), then records the watermark both reached and syncs that too (so a
+/// crash re-indexes at most [`INDEX_SYNC_EVERY`] events). Sound for the
+/// same reason as [`grow_unlocked`]: nothing else writes the tables.
 fn sync_unlocked<'a>(shared: &'a Shared, ix: MutexGuard<'a, Indexes>) -> MutexGuard<'a, Indexes> {
     let end = ix.indexed_end;
+    let (ix, synced) = sync_both_unlocked(shared, ix);
+    let mut ix = ix;
+    let recorded = synced.and_then(|()| {
+        ix.statements.record_watermark(end)?;
+        ix.checkpoints.record_watermark(end)
+    });
+    let (mut ix, done) = match recorded {
+        // The headers, written after the slots they vouch for are durable.
+        Ok(()) => sync_both_unlocked(shared, ix),
+        Err(e) => (ix, Err(e)),
+    };
+    if let Err(e) = done {
+        fail(&mut ix, &e);
+    }
+    ix
+}
+
+/// `fdatasync` of both tables through second handles, the lock released
+/// meanwhile; returns it retaken, with the outcome.
+fn sync_both_unlocked<'a>(
+    shared: &'a Shared,
+    ix: MutexGuard<'a, Indexes>,
+) -> (MutexGuard<'a, Indexes>, Result<()>) {
     let handles = ix
         .statements
         .handle()
@@ -347,15 +371,7 @@ fn sync_unlocked<'a>(shared: &'a Shared, ix: MutexGuard<'a, Indexes>) -> MutexGu
         s.sync_slots()?;
         c.sync_slots()
     });
-    let mut ix = shared.lock();
-    let recorded = synced.and_then(|()| {
-        ix.statements.record_watermark(end)?;
-        ix.checkpoints.record_watermark(end)
-    });
-    if let Err(e) = recorded {
-        fail(&mut ix, &e);
-    }
-    ix
+    (shared.lock(), synced)
 }
 
 /// One of the two indexes.

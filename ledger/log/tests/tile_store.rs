@@ -25,6 +25,11 @@ fn event(seq: u64) -> Vec<u8> {
     b
 }
 
+/// A small fake event, for tests that need many.
+fn small_event(seq: u64) -> Vec<u8> {
+    format!("\x01small-{seq}").into_bytes()
+}
+
 fn digest(seq: u64) -> [u8; 32] {
     let mut d = [0u8; 32];
     d[..8].copy_from_slice(&seq.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes());
@@ -348,7 +353,7 @@ fn a_log_past_one_full_level_one_tile_proves_like_a_tree_in_memory() {
     while seq < n {
         let mut b = CommitBatch::default();
         for s in seq..(seq + 4096).min(n) {
-            let bytes = format!("\x01small-{s}").into_bytes();
+            let bytes = small_event(s);
             let leaf = merkle::leaf_hash(&bytes);
             tree.push(leaf);
             b.nodes.extend(frontier.push(leaf));
@@ -538,6 +543,25 @@ fn index_watermark(dir: &Path, name: &str) -> u64 {
     u64::from_be_bytes(b[24..32].try_into().unwrap())
 }
 
+/// Commits one event at a time (made by `event`) until the store refuses
+/// one, for at most about ten seconds; returns the refusal. A refused batch
+/// does not advance `model` (it is tried on a copy).
+fn commit_until_refused(
+    store: &TileStore,
+    model: &mut Model,
+    event: fn(u64) -> Vec<u8>,
+) -> Option<LogError> {
+    for _ in 0..2_000 {
+        let mut trial = model.clone();
+        match store.commit(&trial.batch_of(1, event)) {
+            Ok(()) => *model = trial,
+            Err(e) => return Some(e),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    None
+}
+
 #[test]
 fn what_a_commit_queues_for_the_derived_thread_is_readable_at_once_and_on_disk_after_close() {
     // Given a store, when commits complete two full tiles and are read
@@ -592,7 +616,6 @@ fn lookups_go_on_while_the_derived_thread_grows_and_syncs_the_statement_index() 
     let mut model = Model::new();
     let committed = std::sync::atomic::AtomicU64::new(0);
     let done = std::sync::atomic::AtomicBool::new(false);
-    let small = |seq: u64| format!("\x01small-{seq}").into_bytes();
     let lookups = std::thread::scope(|s| {
         let reader = s.spawn(|| {
             let mut lookups = 0u64;
@@ -614,7 +637,7 @@ fn lookups_go_on_while_the_derived_thread_grows_and_syncs_the_statement_index() 
         // twice, from 16,384 slots to 262,144, each time while the reader
         // reads, and is synced once 65,536 events are in),
         for _ in 0..14 {
-            store.commit(&model.batch_of(5_000, small)).unwrap();
+            store.commit(&model.batch_of(5_000, small_event)).unwrap();
             committed.store(model.len(), std::sync::atomic::Ordering::Release);
         }
         done.store(true, std::sync::atomic::Ordering::Release);
@@ -664,20 +687,8 @@ fn a_tile_the_derived_thread_cannot_write_stops_later_commits_and_stays_readable
     check(&store, &model, 10);
     // and once the thread has failed, every later commit is refused with
     // the I/O error, naming the file (fail-stop), and nothing is added.
-    let mut refused = None;
-    for _ in 0..500 {
-        // A refused batch must not advance the model: try it on a copy.
-        let mut trial = model.clone();
-        match store.commit(&trial.batch(1)) {
-            Ok(()) => model = trial,
-            Err(e) => {
-                refused = Some(e);
-                break;
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    let e = refused.expect("a commit after the failed tile write is refused");
+    let e = commit_until_refused(&store, &mut model, event)
+        .expect("a commit after the failed tile write is refused");
     assert!(matches!(e, LogError::Io { .. }), "{e:?}");
     assert!(e.to_string().contains("tile/0"), "{e}");
     assert!(store.commit(&model.clone().batch(1)).is_err());
@@ -703,28 +714,16 @@ fn an_index_growth_that_fails_stops_later_commits_and_every_statement_stays_find
     let dir = tempfile::tempdir().unwrap();
     let store = create(dir.path());
     let mut model = Model::new();
-    let small = |seq: u64| format!("\x01small-{seq}").into_bytes();
     std::fs::create_dir(dir.path().join("tiles/statements.idx.grow")).unwrap();
     // when commits take the index past half of its 16,384 slots (they
     // return: their events are durable; the growth happens after, on the
     // derived-data thread),
-    store.commit(&model.batch_of(5_000, small)).unwrap();
-    store.commit(&model.batch_of(5_000, small)).unwrap();
+    store.commit(&model.batch_of(5_000, small_event)).unwrap();
+    store.commit(&model.batch_of(5_000, small_event)).unwrap();
     // then once the thread has failed, every later commit is refused with
     // the I/O error, naming the file (fail-stop), and nothing is added,
-    let mut refused = None;
-    for _ in 0..2_000 {
-        let mut trial = model.clone();
-        match store.commit(&trial.batch_of(1, small)) {
-            Ok(()) => model = trial,
-            Err(e) => {
-                refused = Some(e);
-                break;
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    let e = refused.expect("a commit after the failed growth is refused");
+    let e = commit_until_refused(&store, &mut model, small_event)
+        .expect("a commit after the failed growth is refused");
     assert!(matches!(e, LogError::Io { .. }), "{e:?}");
     assert!(e.to_string().contains("statements.idx.grow"), "{e}");
     assert_eq!(store.len().unwrap(), model.len());
@@ -740,5 +739,5 @@ fn an_index_growth_that_fails_stops_later_commits_and_every_statement_stays_find
     for seq in 0..model.len() {
         assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
     }
-    store.commit(&model.batch_of(1, small)).unwrap();
+    store.commit(&model.batch_of(1, small_event)).unwrap();
 }

@@ -1282,7 +1282,9 @@ fn serve_on_an_empty_directory_creates_the_layout_store_names() {
         (&[][..], "tiles", "log"),
     ] {
         // Given an empty directory, when `docket serve` starts on it with
-        // `flags` and stops,
+        // `flags` and gets SIGTERM straight after its `listening on` line
+        // (it watches the signal before printing that line: a clean stop,
+        // exit 0, never the signal's default action),
         let dir = tempfile::tempdir().expect("tempdir");
         let data = dir.path().join("ledger");
         let serve = ServeProcess::start(&data, flags);

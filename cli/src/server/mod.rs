@@ -482,27 +482,40 @@ fn server_runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the tokio runtime")
 }
 
-/// Resolves when SIGINT or SIGTERM arrives.
-async fn shutdown_signal() {
+/// Starts watching SIGINT and SIGTERM at once, before the server says it is
+/// listening: a supervisor's signal sent straight after that line must stop
+/// the server cleanly, not meet the default action (an unclean kill). The
+/// returned future ends at the first of them. Call it inside the runtime.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
-                    _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut int), Ok(mut term)) => {
+                    tokio::select! {
+                        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+                        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+                    }
                 }
-            }
-            Err(e) => {
-                tracing::warn!("cannot watch SIGTERM ({e}); only SIGINT stops the server");
-                let _ = tokio::signal::ctrl_c().await;
+                (Ok(mut int), Err(e)) => {
+                    tracing::warn!("cannot watch SIGTERM ({e}); only SIGINT stops the server");
+                    int.recv().await;
+                }
+                (Err(e), _) => {
+                    tracing::warn!("cannot watch SIGINT ({e}); waiting for Ctrl-C");
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
@@ -528,8 +541,9 @@ fn run_serve(ctx: &Ctx, args: &ServeArgs) -> Result<u8> {
         };
         let recorded = opts.store.is_none()
             && crate::served::record(&opts.data, &format!("{scheme}://{}", server.addr)).is_ok();
+        let stop = shutdown_signal();
         announce(&opts.data, &server, ctx.out.json);
-        shutdown_signal().await;
+        stop.await;
         server.shutdown().await?;
         if recorded {
             crate::served::remove(&opts.data);

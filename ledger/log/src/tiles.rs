@@ -515,10 +515,13 @@ fn checkpoint_at(
 }
 
 /// A derived open-addressing hash table on disk: 16-byte slots of
-/// `(key hash u64 BE, value + 1 u64 BE)`, value 0 meaning empty, after a
-/// 4 KiB header `"DKTIDX1\0" ‖ capacity ‖ count ‖ watermark ‖ SHA-256[..16]`.
-/// Values are commit-log offsets; every hit is checked against the commit
-/// log by the caller, so a stale or torn slot is never believed.
+/// `(key hash u64 BE, value + 1 u64 BE)`, value 0 meaning empty, 255 to a
+/// 4 KiB page sealed by a CRC-32 of its index and its slots, after a 4 KiB
+/// header `"DKTIDX2\0" ‖ capacity ‖ count ‖ watermark ‖ SHA-256[..16]`
+/// (docs/FORMAT.md §11). Values are commit-log offsets; every hit is
+/// checked against the commit log by the caller, so a stale slot is never
+/// believed, and a page whose seal does not hold is damage (a slot lost
+/// there could hide a key: a statement would look new).
 struct DiskTable {
     path: PathBuf,
     file: File,
@@ -530,13 +533,48 @@ struct DiskTable {
 
 impl DiskTable {
     const HEADER: u64 = 4096;
-    const MAGIC: &'static [u8; 8] = b"DKTIDX1\0";
+    const MAGIC: &'static [u8; 8] = b"DKTIDX2\0";
     const INITIAL: u64 = 1 << 14;
     /// Regions a growth builds the new table in (its memory: 1/16 of the
     /// new table, a quarter of the old one).
     const GROW_PASSES: u64 = 16;
+    const PAGE: usize = 4096;
+    const SLOTS_PER_PAGE: u64 = 255;
+    /// Where a page's seal sits (after its 255 slots).
+    const SEAL_AT: usize = 255 * 16;
 
-    fn create(path: &Path, capacity: u64) -> Result<Self> {
+    /// Pages holding `capacity` slots.
+    fn pages(capacity: u64) -> u64 {
+        capacity.div_ceil(Self::SLOTS_PER_PAGE)
+    }
+
+    /// The file's length for `capacity` slots (`None`: past u64).
+    fn file_len(capacity: u64) -> Option<u64> {
+        Self::pages(capacity)
+            .checked_mul(Self::PAGE as u64)
+            .and_then(|b| b.checked_add(Self::HEADER))
+    }
+
+    /// The seal of page `index` holding `slots` (its first 4,080 bytes).
+    fn seal(index: u64, slots: &[u8]) -> [u8; 4] {
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&index.to_be_bytes());
+        crc.update(slots);
+        crc.finalize().to_be_bytes()
+    }
+
+    /// Page `index` from raw slot bytes (at most 4,080), sealed.
+    fn sealed_page(index: u64, slots: &[u8]) -> Vec<u8> {
+        let mut page = vec![0u8; Self::PAGE];
+        page[..slots.len()].copy_from_slice(slots);
+        let seal = Self::seal(index, &page[..Self::SEAL_AT]);
+        page[Self::SEAL_AT..Self::SEAL_AT + 4].copy_from_slice(&seal);
+        page
+    }
+
+    /// A new table of `capacity` slots; with `fill`, every page is written
+    /// empty and sealed (a growth writes its pages itself).
+    fn create(path: &Path, capacity: u64, fill: bool) -> Result<Self> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -544,8 +582,9 @@ impl DiskTable {
             .truncate(true)
             .open(path)
             .map_err(|e| LogError::io(path, e))?;
-        file.set_len(Self::HEADER + 16 * capacity)
-            .map_err(|e| LogError::io(path, e))?;
+        let len = Self::file_len(capacity)
+            .ok_or_else(|| LogError::corrupt(path.display().to_string(), "index too large"))?;
+        file.set_len(len).map_err(|e| LogError::io(path, e))?;
         let mut t = Self {
             path: path.to_path_buf(),
             file,
@@ -553,12 +592,17 @@ impl DiskTable {
             count: 0,
             watermark: 0,
         };
+        if fill {
+            for p in 0..Self::pages(capacity) {
+                t.write_page(p, &Self::sealed_page(p, &[]))?;
+            }
+        }
         t.write_header()?;
         Ok(t)
     }
 
     /// Opens the table, or `None` when it is missing or its header does not
-    /// check (the caller rebuilds it).
+    /// check (the caller rebuilds it). Pages are checked as they are read.
     fn open(path: &Path) -> Result<Option<Self>> {
         let file = match OpenOptions::new().read(true).write(true).open(path) {
             Ok(f) => f,
@@ -575,12 +619,7 @@ impl DiskTable {
         let word = |i: usize| u64::from_be_bytes(h[i..i + 8].try_into().unwrap_or([0; 8]));
         let (capacity, count, watermark) = (word(8), word(16), word(24));
         let len = file.metadata().map_err(|e| LogError::io(path, e))?.len();
-        if !capacity.is_power_of_two()
-            || count > capacity
-            || Some(len)
-                != capacity
-                    .checked_mul(16)
-                    .and_then(|b| b.checked_add(Self::HEADER))
+        if !capacity.is_power_of_two() || count > capacity || Some(len) != Self::file_len(capacity)
         {
             return Ok(None);
         }
@@ -606,32 +645,91 @@ impl DiskTable {
             .map_err(|e| LogError::io(&self.path, e))
     }
 
-    fn slot(&self, i: u64) -> Result<(u64, u64)> {
-        let b = read_at(&self.file, Self::HEADER + 16 * i, 16, &self.path)?;
-        if b.len() != 16 {
-            return Ok((0, 0));
+    fn write_page(&self, index: u64, page: &[u8]) -> Result<()> {
+        self.file
+            .write_all_at(page, Self::HEADER + index * Self::PAGE as u64)
+            .map_err(|e| LogError::io(&self.path, e))
+    }
+
+    /// Page `index`, its seal checked. A page that is short or whose seal
+    /// does not hold is damage, named by page; the header is cleared so
+    /// that the next open rebuilds the table from the commit log.
+    fn read_page(&self, index: u64) -> Result<Vec<u8>> {
+        let page = read_at(
+            &self.file,
+            Self::HEADER + index * Self::PAGE as u64,
+            Self::PAGE,
+            &self.path,
+        )?;
+        if page.len() == Self::PAGE
+            && page[Self::SEAL_AT..Self::SEAL_AT + 4] == Self::seal(index, &page[..Self::SEAL_AT])
+        {
+            return Ok(page);
         }
-        Ok((
-            u64::from_be_bytes(b[..8].try_into().unwrap_or([0; 8])),
-            u64::from_be_bytes(b[8..].try_into().unwrap_or([0; 8])),
+        // Best effort: if this write is lost too, the next read finds the
+        // same damage.
+        let _ = self.file.write_all_at(&[0u8; 8], 0);
+        Err(LogError::corrupt(
+            format!("{} page {index}", self.path.display()),
+            "the derived index's page does not match its seal (it is rebuilt from \
+             the commit log at the next open)",
         ))
+    }
+
+    /// Slot `i` of `page` (the page that holds it).
+    fn slot_in(page: &[u8], i: u64) -> (u64, u64) {
+        let at = (16 * (i % Self::SLOTS_PER_PAGE)) as usize;
+        let word = |b: &[u8]| u64::from_be_bytes(b.try_into().unwrap_or([0; 8]));
+        (word(&page[at..at + 8]), word(&page[at + 8..at + 16]))
+    }
+
+    /// Walks the probe sequence of `key` until an empty slot (reading each
+    /// page once); `visit` sees each occupied slot's `(key, value)` and
+    /// returns `Some` to stop. Returns that, or the empty slot's index.
+    fn probe<T>(
+        &self,
+        key: u64,
+        visit: &mut dyn FnMut(u64, u64) -> Result<Option<T>>,
+    ) -> Result<std::result::Result<T, u64>> {
+        let mask = self.capacity - 1;
+        let mut i = key & mask;
+        let mut loaded: Option<(u64, Vec<u8>)> = None;
+        for _ in 0..self.capacity {
+            let p = i / Self::SLOTS_PER_PAGE;
+            let page = match &loaded {
+                Some((q, page)) if *q == p => page,
+                _ => &loaded.insert((p, self.read_page(p)?)).1,
+            };
+            let (k, v) = Self::slot_in(page, i);
+            if v == 0 {
+                return Ok(Err(i));
+            }
+            if let Some(found) = visit(k, v - 1)? {
+                return Ok(Ok(found));
+            }
+            i = (i + 1) & mask;
+        }
+        Err(LogError::corrupt(
+            self.path.display().to_string(),
+            "the derived index has no empty slot",
+        ))
+    }
+
+    /// Writes `slot` (16 bytes) into slot `i`, resealing its page.
+    fn put_slot(&self, i: u64, slot: &[u8]) -> Result<()> {
+        let p = i / Self::SLOTS_PER_PAGE;
+        let mut page = self.read_page(p)?;
+        let at = (16 * (i % Self::SLOTS_PER_PAGE)) as usize;
+        page[at..at + 16].copy_from_slice(slot);
+        let seal = Self::seal(p, &page[..Self::SEAL_AT]);
+        page[Self::SEAL_AT..Self::SEAL_AT + 4].copy_from_slice(&seal);
+        self.write_page(p, &page)
     }
 
     /// Values stored under `key`, in probe order, until `accept` says yes.
     fn find(&self, key: u64, accept: &mut dyn FnMut(u64) -> Result<bool>) -> Result<Option<u64>> {
-        let mask = self.capacity - 1;
-        let mut i = key & mask;
-        for _ in 0..self.capacity {
-            let (k, v) = self.slot(i)?;
-            if v == 0 {
-                return Ok(None);
-            }
-            if k == key && accept(v - 1)? {
-                return Ok(Some(v - 1));
-            }
-            i = (i + 1) & mask;
-        }
-        Ok(None)
+        let found = self.probe(key, &mut |k, v| Ok((k == key && accept(v)?).then_some(v)))?;
+        Ok(found.ok())
     }
 
     /// Inserts `(key, value)` unless a slot for `key` already holds a value
@@ -645,25 +743,15 @@ impl DiskTable {
         if self.needs_growth(1) {
             *self = self.grown()?;
         }
-        let mask = self.capacity - 1;
-        let mut i = key & mask;
-        loop {
-            let (k, v) = self.slot(i)?;
-            if v == 0 {
-                let mut b = [0u8; 16];
-                b[..8].copy_from_slice(&key.to_be_bytes());
-                b[8..].copy_from_slice(&(value + 1).to_be_bytes());
-                self.file
-                    .write_all_at(&b, Self::HEADER + 16 * i)
-                    .map_err(|e| LogError::io(&self.path, e))?;
-                self.count += 1;
-                return Ok(());
-            }
-            if k == key && accept(v - 1)? {
-                return Ok(());
-            }
-            i = (i + 1) & mask;
+        let probed = self.probe(key, &mut |k, v| Ok((k == key && accept(v)?).then_some(())))?;
+        if let Err(empty) = probed {
+            let mut b = [0u8; 16];
+            b[..8].copy_from_slice(&key.to_be_bytes());
+            b[8..].copy_from_slice(&(value + 1).to_be_bytes());
+            self.put_slot(empty, &b)?;
+            self.count += 1;
         }
+        Ok(())
     }
 
     /// Whether inserting `more` new keys would take the table past half
@@ -687,37 +775,45 @@ impl DiskTable {
         })
     }
 
+    /// Slots of one region of a growth of a table to `capacity` slots: whole
+    /// pages, about 1/16 of the table.
+    fn grow_region(capacity: u64) -> u64 {
+        Self::pages(capacity).div_ceil(Self::GROW_PASSES).max(1) * Self::SLOTS_PER_PAGE
+    }
+
     /// The table rewritten at four times its capacity (temp file, fsync,
     /// rename over this one's path), returned for the caller to use from
     /// now on: this handle still reads the old file, which holds the same
     /// keys. The slots move, nothing is re-read from the log. Memory stays
-    /// bounded: the new table is built in [`Self::GROW_PASSES`] regions, each
-    /// from one pass over the old table read in 1 MiB chunks (a key's home in
-    /// the new table is its home in the old one plus some of its higher bits,
-    /// so each region gathers the keys whose home falls in it). A probe that
-    /// runs past a region's end carries into the next one; past the table's
-    /// end it wraps, and those few are placed last, slot by slot.
+    /// bounded: the new table is built in regions of whole pages (about
+    /// [`Self::GROW_PASSES`] of them), each from one pass over the old table
+    /// read 256 pages at a time, every page's seal checked (a key's home in
+    /// the new table is its home in the old one plus some of its higher
+    /// bits, so each region gathers the keys whose home falls in it). A
+    /// probe that runs past a region's end carries into the next one; past
+    /// the table's end it wraps, and those few are placed last, slot by
+    /// slot.
     fn grown(&self) -> Result<Self> {
         let tmp = self.path.with_extension("idx.grow");
-        let mut next = Self::create(&tmp, self.capacity * 4)?;
+        let mut next = Self::create(&tmp, self.capacity * 4, false)?;
         let mask = next.capacity - 1;
-        let region = (next.capacity / Self::GROW_PASSES).max(1);
-        const CHUNK_SLOTS: u64 = 1 << 16;
-        const PAGE: usize = 4096;
+        let region = Self::grow_region(next.capacity);
+        const CHUNK_PAGES: u64 = 256;
+        let old_pages = Self::pages(self.capacity);
         let mut carried: Vec<[u8; 16]> = Vec::new();
         let mut wrapped: Vec<[u8; 16]> = Vec::new();
-        let mut buf = vec![0u8; (16 * region) as usize];
         let mut first = 0u64;
         while first < next.capacity {
-            buf.iter_mut().for_each(|b| *b = 0);
+            let len = region.min(next.capacity - first);
+            let mut buf = vec![0u8; (16 * len) as usize];
             let place = |slot: [u8; 16], buf: &mut Vec<u8>, out: &mut Vec<[u8; 16]>| {
                 let k = u64::from_be_bytes(slot[..8].try_into().unwrap_or([0; 8]));
                 let home = k & mask;
                 let mut i = home.max(first) - first;
-                while i < region && buf[(16 * i + 8) as usize..(16 * i + 16) as usize] != [0u8; 8] {
+                while i < len && buf[(16 * i + 8) as usize..(16 * i + 16) as usize] != [0u8; 8] {
                     i += 1;
                 }
-                if i < region {
+                if i < len {
                     buf[(16 * i) as usize..(16 * i + 16) as usize].copy_from_slice(&slot);
                 } else {
                     out.push(slot);
@@ -730,41 +826,37 @@ impl DiskTable {
                 place(slot, &mut buf, &mut overflow);
             }
             let mut at = 0u64;
-            while at < self.capacity {
-                let n = CHUNK_SLOTS.min(self.capacity - at);
-                let chunk = read_at(
-                    &self.file,
-                    Self::HEADER + 16 * at,
-                    (16 * n) as usize,
-                    &self.path,
-                )?;
-                for s in chunk.chunks_exact(16) {
-                    if s[8..] == [0u8; 8] {
-                        continue;
-                    }
-                    let k = u64::from_be_bytes(s[..8].try_into().unwrap_or([0; 8]));
-                    let home = k & mask;
-                    if home >= first && home < first + region {
-                        let mut slot = [0u8; 16];
-                        slot.copy_from_slice(s);
-                        place(slot, &mut buf, &mut overflow);
-                        next.count += 1;
+            while at < old_pages {
+                let n = CHUNK_PAGES.min(old_pages - at);
+                for p in at..at + n {
+                    let page = self.read_page(p)?;
+                    for s in page[..Self::SEAL_AT].chunks_exact(16) {
+                        if s[8..] == [0u8; 8] {
+                            continue;
+                        }
+                        let k = u64::from_be_bytes(s[..8].try_into().unwrap_or([0; 8]));
+                        let home = k & mask;
+                        if home >= first && home < first + len {
+                            let mut slot = [0u8; 16];
+                            slot.copy_from_slice(s);
+                            place(slot, &mut buf, &mut overflow);
+                            next.count += 1;
+                        }
                     }
                 }
                 at += n;
             }
-            // In pages, not in one write: the page cache would hold a large
-            // write in large folios (up to 2 MiB on kernel 6.18's ext4), and
-            // every later 16-byte insert then walks all of its folio's
-            // blocks. Measured here on a 64 MiB table: 6.5 µs per insert
-            // after 4 MiB writes, 0.85 µs after 4 KiB ones; in the server,
-            // a fifth of all CPU at a million events.
-            for (n, page) in buf.chunks(PAGE).enumerate() {
-                next.file
-                    .write_all_at(page, Self::HEADER + 16 * first + (n * PAGE) as u64)
-                    .map_err(|e| LogError::io(&tmp, e))?;
+            // Page by page (4 KiB writes: the page cache would hold a large
+            // write in large folios, up to 2 MiB on kernel 6.18's ext4, and
+            // every later insert then walks all of its folio's blocks;
+            // measured here on a 64 MiB table: 6.5 µs per insert after
+            // 4 MiB writes, 0.85 µs after 4 KiB ones).
+            let first_page = first / Self::SLOTS_PER_PAGE;
+            for (n, slots) in buf.chunks(Self::SEAL_AT).enumerate() {
+                let p = first_page + n as u64;
+                next.write_page(p, &Self::sealed_page(p, slots))?;
             }
-            first += region;
+            first += len;
             if first < next.capacity {
                 carried = overflow;
             } else {
@@ -774,16 +866,9 @@ impl DiskTable {
         // Probes that ran off the end continue at slot 0 (rare).
         for slot in wrapped {
             let k = u64::from_be_bytes(slot[..8].try_into().unwrap_or([0; 8]));
-            let mut i = k & mask;
-            loop {
-                let (_, v) = next.slot(i)?;
-                if v == 0 {
-                    next.file
-                        .write_all_at(&slot, Self::HEADER + 16 * i)
-                        .map_err(|e| LogError::io(&tmp, e))?;
-                    break;
-                }
-                i = (i + 1) & mask;
+            let empty = next.probe(k, &mut |_, _| Ok(None::<()>))?;
+            if let Err(i) = empty {
+                next.put_slot(i, &slot)?;
             }
         }
         next.watermark = self.watermark;
@@ -796,7 +881,6 @@ impl DiskTable {
         next.path = self.path.clone();
         Ok(next)
     }
-
     /// Makes every slot written so far durable, then records `watermark`
     /// and makes that durable too.
     fn sync(&mut self, watermark: u64) -> Result<()> {
@@ -1017,7 +1101,7 @@ impl TileStore {
             .and_then(|f| f.sync_all())
             .map_err(|e| LogError::io(&commits, e))?;
         for name in ["statements.idx", "checkpoints.idx"] {
-            let mut t = DiskTable::create(&staging.join(name), DiskTable::INITIAL)?;
+            let mut t = DiskTable::create(&staging.join(name), DiskTable::INITIAL, true)?;
             t.sync(0)?;
             t.file.sync_all().map_err(|e| LogError::io(&t.path, e))?;
         }
@@ -1064,7 +1148,7 @@ impl TileStore {
                 Some(t) => t,
                 None => {
                     tracing::warn!("tile store: index {name} is missing or damaged; rebuilding it");
-                    DiskTable::create(&path, DiskTable::INITIAL)?
+                    DiskTable::create(&path, DiskTable::INITIAL, true)?
                 }
             })
         };
@@ -1809,7 +1893,8 @@ impl TileStore {
 
 /// Brings a derived index up to `commits_end` from the commit log (the
 /// records past its watermark); rebuilds it from the whole commit log when
-/// it claims more than the log holds.
+/// it claims more than the log holds, or when one of its pages is damaged
+/// (damage in the commit log itself is returned).
 fn catch_up_index(
     table: &mut DiskTable,
     commits_end: u64,
@@ -1822,7 +1907,7 @@ fn catch_up_index(
             "tile store: index {} is ahead of the commit log; rebuilding it",
             table.path.display()
         );
-        *table = DiskTable::create(&table.path.clone(), DiskTable::INITIAL)?;
+        *table = DiskTable::create(&table.path.clone(), DiskTable::INITIAL, true)?;
     }
     let mut at = table.watermark;
     if at == commits_end {
@@ -1831,8 +1916,17 @@ fn catch_up_index(
     }
     while at < commits_end {
         let rec = record_at(commits, path, at)?;
-        index_record(table, &rec, statements, commits, path)?;
-        at = rec.end;
+        match index_record(table, &rec, statements, commits, path) {
+            Ok(()) => at = rec.end,
+            Err(LogError::Corrupt { location, detail })
+                if location.starts_with(&table.path.display().to_string()) =>
+            {
+                tracing::warn!("tile store: {location}: {detail}; rebuilding the index");
+                *table = DiskTable::create(&table.path.clone(), DiskTable::INITIAL, true)?;
+                at = 0;
+            }
+            Err(e) => return Err(e),
+        }
     }
     table.sync(commits_end)
 }
@@ -1948,12 +2042,12 @@ impl Store for TileStore {
 
     fn statement_seq(&self, digest: &Hash) -> Result<Option<u64>> {
         let end = self.read_view().commits_end;
-        let ix = self.derived.indexes();
+        let mut ix = self.derived.indexes();
         if let Some(seq) = ix.queued_statement(digest) {
             return Ok(Some(seq));
         }
         let mut found = None;
-        ix.statements.find(digest_key(digest), &mut |offset| {
+        let looked = ix.statements.find(digest_key(digest), &mut |offset| {
             Ok(match self.statement_at(offset, end)? {
                 Some((d, seq)) if d == *digest => {
                     found = Some(seq);
@@ -1961,7 +2055,13 @@ impl Store for TileStore {
                 }
                 _ => false,
             })
-        })?;
+        });
+        if let Err(e) = looked {
+            // A damaged index can no longer say that a statement is new:
+            // no commit may go on before a reopen rebuilds it.
+            ix.fail(&e);
+            return Err(e);
+        }
         Ok(found)
     }
 
@@ -2018,12 +2118,12 @@ impl Store for TileStore {
         if latest.as_ref().is_some_and(|l| l.0 == size) {
             return Ok(latest);
         }
-        let ix = self.derived.indexes();
+        let mut ix = self.derived.indexes();
         if let Some(c) = ix.queued_checkpoint(size) {
             return Ok(Some(c.clone()));
         }
         let mut found = None;
-        ix.checkpoints.find(mix64(size), &mut |offset| {
+        let looked = ix.checkpoints.find(mix64(size), &mut |offset| {
             Ok(match self.checkpoint_at(offset, commits_end)? {
                 Some(c) if c.0 == size => {
                     found = Some(c);
@@ -2031,7 +2131,11 @@ impl Store for TileStore {
                 }
                 _ => false,
             })
-        })?;
+        });
+        if let Err(e) = looked {
+            ix.fail(&e);
+            return Err(e);
+        }
         Ok(found)
     }
 
@@ -2135,14 +2239,15 @@ mod tests {
     #[test]
     fn a_grown_index_finds_every_key_even_clustered_at_region_and_table_ends() {
         let dir = tempfile::tempdir().unwrap();
-        let mut t = DiskTable::create(&dir.path().join("t.idx"), 1 << 9).unwrap();
+        let mut t = DiskTable::create(&dir.path().join("t.idx"), 1 << 9, true).unwrap();
         // Keys whose homes crowd the last slots of every region of the grown
         // table (and of the table itself), so probes carry and wrap.
-        let region = (4u64 << 9) / DiskTable::GROW_PASSES;
+        let capacity = 4u64 << 9;
+        let region = DiskTable::grow_region(capacity);
         let mut keys = Vec::new();
-        for r in 0..DiskTable::GROW_PASSES {
+        for r in 0..capacity.div_ceil(region) {
             for j in 0..20u64 {
-                keys.push((r + 1) * region - 3 + (j << 40));
+                keys.push(((r + 1) * region).min(capacity) - 3 + (j << 40));
             }
         }
         keys.extend((0..150u64).map(|i| mix64(i) | 1));
@@ -2155,6 +2260,64 @@ mod tests {
             assert_eq!(found, Some(v as u64), "key {k:#x}");
         }
         assert_eq!(t.count, keys.len() as u64);
+    }
+
+    #[test]
+    fn a_damaged_index_page_is_reported_by_page_and_the_next_open_rebuilds() {
+        // Given a table holding keys on its first pages,
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.idx");
+        let mut t = DiskTable::create(&path, 1 << 12, true).unwrap();
+        for k in 0..600u64 {
+            t.insert(k, k, &mut |_| Ok(false)).unwrap();
+        }
+        assert_eq!(t.find(300, &mut |v| Ok(v == 300)).unwrap(), Some(300));
+        // when a slot of page 1 (slots 255..510) is zeroed on disk, so that
+        // its key would simply look absent,
+        let at = DiskTable::HEADER + 4096 + 16 * (300 - 255);
+        t.file.write_all_at(&[0u8; 16], at).unwrap();
+        // then looking it up (or inserting near it) is damage naming the
+        // page, not a miss,
+        for e in [
+            t.find(300, &mut |v| Ok(v == 300)).unwrap_err(),
+            t.insert(301, 301, &mut |_| Ok(false)).unwrap_err(),
+        ] {
+            assert!(matches!(e, LogError::Corrupt { .. }), "{e:?}");
+            assert!(e.to_string().contains("t.idx page 1"), "{e}");
+        }
+        // keys on intact pages are still found,
+        assert_eq!(t.find(3, &mut |v| Ok(v == 3)).unwrap(), Some(3));
+        // and the header no longer opens: the store rebuilds the table.
+        drop(t);
+        assert!(DiskTable::open(&path).unwrap().is_none());
+    }
+
+    #[test]
+    fn index_page_seals_are_zlib_crc32_of_the_page_number_and_slots() {
+        // Vectors computed outside Rust: Python's zlib.crc32 over
+        // u64be(page) || the 4,080 slot bytes (docs/FORMAT.md §11).
+        assert_eq!(
+            DiskTable::seal(0, &[0u8; 4080]),
+            0xa4b6_8f86u32.to_be_bytes()
+        );
+        let mut slots = vec![0u8; 4080];
+        slots[..8].copy_from_slice(&0x0102_0304_0506_0708u64.to_be_bytes());
+        slots[8..16].copy_from_slice(&42u64.to_be_bytes());
+        assert_eq!(DiskTable::seal(7, &slots), 0x5ce1_3e37u32.to_be_bytes());
+        let page = DiskTable::sealed_page(7, &slots[..16]);
+        assert_eq!(page.len(), 4096);
+        assert_eq!(page[4080..4084], 0x5ce1_3e37u32.to_be_bytes());
+        assert_eq!(page[4084..], [0u8; 12]);
+    }
+
+    #[test]
+    fn a_page_copied_to_another_place_does_not_pass_its_seal() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = DiskTable::create(&dir.path().join("t.idx"), 1 << 10, true).unwrap();
+        let page = t.read_page(0).unwrap();
+        t.write_page(2, &page).unwrap();
+        assert!(t.read_page(2).is_err());
+        assert!(t.read_page(1).is_ok());
     }
 
     #[test]

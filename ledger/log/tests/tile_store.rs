@@ -407,7 +407,7 @@ fn a_log_past_one_full_level_one_tile_proves_like_a_tree_in_memory() {
         std::fs::metadata(dir.path().join("tiles/statements.idx"))
             .unwrap()
             .len(),
-        4096 + 16 * (1 << 18)
+        index_file_len(1 << 18)
     );
 }
 
@@ -538,6 +538,12 @@ fn a_forged_partial_tiles_file_is_recomputed_not_trusted() {
 
 /// The synced watermark of a derived index: the commit-log offset up to
 /// which it holds every record (header: magic, capacity, count, watermark).
+/// The length of a derived index of `capacity` slots (FORMAT §11: a 4 KiB
+/// header, then 4 KiB pages of 255 slots).
+fn index_file_len(capacity: u64) -> u64 {
+    4096 + 4096 * capacity.div_ceil(255)
+}
+
 fn index_watermark(dir: &Path, name: &str) -> u64 {
     let b = std::fs::read(dir.join("tiles").join(name)).unwrap();
     u64::from_be_bytes(b[24..32].try_into().unwrap())
@@ -653,7 +659,7 @@ fn lookups_go_on_while_the_derived_thread_grows_and_syncs_the_statement_index() 
     let index = dir.path().join("tiles/statements.idx");
     assert_eq!(
         std::fs::metadata(&index).unwrap().len(),
-        4096 + 16 * 262_144
+        index_file_len(262_144)
     );
     let waited = std::time::Instant::now();
     while index_watermark(dir.path(), "statements.idx") == 0 {
@@ -669,6 +675,56 @@ fn lookups_go_on_while_the_derived_thread_grows_and_syncs_the_statement_index() 
     for seq in (0..model.len()).step_by(7) {
         assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
     }
+}
+
+#[test]
+fn a_damaged_statement_index_page_is_damage_not_a_new_statement_and_a_reopen_rebuilds_it() {
+    // Given a closed store of 3,000 statements,
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    store.commit(&model.batch_of(3_000, small_event)).unwrap();
+    drop(store);
+    // when a page of its statement index is zeroed (the keys there would
+    // look absent, so their statements would look new),
+    let index = dir.path().join("tiles/statements.idx");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&index)
+        .unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, &[0u8; 4096], 4096 + 4096 * 3).unwrap();
+    drop(file);
+    // then a lookup that reads the page is damage naming it, never "new",
+    let store = open(dir.path());
+    let mut damaged = None;
+    for seq in 0..model.len() {
+        match store.statement_seq(&digest(seq)) {
+            Ok(found) => assert_eq!(found, Some(seq), "statement {seq}"),
+            Err(e) => {
+                damaged = Some(e);
+                break;
+            }
+        }
+    }
+    let e = damaged.expect("some statement's probe reads page 3");
+    assert!(matches!(e, LogError::Corrupt { .. }), "{e:?}");
+    assert!(e.to_string().contains("statements.idx page 3"), "{e}");
+    // no commit goes on (it could not tell a repeated statement),
+    assert!(
+        store
+            .commit(&model.clone().batch_of(1, small_event))
+            .is_err()
+    );
+    assert_eq!(store.len().unwrap(), model.len());
+    // and a reopen rebuilds the index from the commit log: every statement
+    // is found, and commits go on.
+    drop(store);
+    let store = open(dir.path());
+    for seq in 0..model.len() {
+        assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
+    }
+    store.commit(&model.batch_of(1, small_event)).unwrap();
+    assert_eq!(store.len().unwrap(), model.len());
 }
 
 #[test]

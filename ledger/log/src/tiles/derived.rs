@@ -69,6 +69,12 @@ impl Indexes {
     pub(super) fn queued_checkpoint(&self, size: u64) -> Option<&(u64, String)> {
         self.queued_checkpoints.get(&size)
     }
+
+    /// Records `e` (a damaged index found by a lookup) as the derived
+    /// data's failure: every later commit is refused with it.
+    pub(super) fn fail(&mut self, e: &LogError) {
+        fail(self, e);
+    }
 }
 
 struct Shared {

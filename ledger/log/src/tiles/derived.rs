@@ -347,6 +347,11 @@ fn sync_unlocked<'a>(shared: &'a Shared, ix: MutexGuard<'a, Indexes>) -> MutexGu
     let end = ix.indexed_end;
     let (ix, synced) = sync_both_unlocked(shared, ix);
     let mut ix = ix;
+    if ix.failed.is_some() {
+        // A lookup found a table damaged meanwhile and cleared its header
+        // (so that the next open rebuilds it): record nothing over that.
+        return ix;
+    }
     let recorded = synced.and_then(|()| {
         ix.statements.record_watermark(end)?;
         ix.checkpoints.record_watermark(end)

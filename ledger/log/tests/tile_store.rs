@@ -677,6 +677,42 @@ fn lookups_go_on_while_the_derived_thread_grows_and_syncs_the_statement_index() 
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// FORMAT §11's promise for the derived indexes: whatever bytes land in
+    /// a statement index's pages (its header intact), a lookup answers the
+    /// statement's own sequence number or reports damage, never "absent"
+    /// and never another number.
+    #[test]
+    fn bytes_spliced_into_the_statement_index_never_give_a_wrong_answer(
+        junk in proptest::collection::vec(any::<u8>(), 1..48),
+        at in any::<prop::sample::Index>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = create(dir.path());
+        let mut model = Model::new();
+        store.commit(&model.batch_of(600, small_event)).unwrap();
+        drop(store);
+        let index = dir.path().join("tiles/statements.idx");
+        let len = std::fs::metadata(&index).unwrap().len();
+        let at = 4096 + at.index((len - 4096) as usize) as u64;
+        let junk = &junk[..junk.len().min((len - at) as usize)];
+        let file = std::fs::OpenOptions::new().write(true).open(&index).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&file, junk, at).unwrap();
+        drop(file);
+        let store = open(dir.path());
+        for seq in 0..model.len() {
+            if let Ok(found) = store.statement_seq(&digest(seq)) {
+                prop_assert_eq!(found, Some(seq), "statement {}", seq);
+            }
+        }
+        if let Ok(found) = store.statement_seq(&digest(10_000)) {
+            prop_assert_eq!(found, None);
+        }
+    }
+}
+
 #[test]
 fn a_damaged_statement_index_page_is_damage_not_a_new_statement_and_a_reopen_rebuilds_it() {
     // Given a closed store of 3,000 statements,

@@ -514,6 +514,12 @@ fn checkpoint_at(
     }
 }
 
+/// An empty slot a probe ended at, with its page as read and checked.
+struct EmptySlot {
+    index: u64,
+    page: Vec<u8>,
+}
+
 /// A derived open-addressing hash table on disk: 16-byte slots of
 /// `(key hash u64 BE, value + 1 u64 BE)`, value 0 meaning empty, 255 to a
 /// 4 KiB page sealed by a CRC-32 of its index and its slots, after a 4 KiB
@@ -685,12 +691,13 @@ impl DiskTable {
 
     /// Walks the probe sequence of `key` until an empty slot (reading each
     /// page once); `visit` sees each occupied slot's `(key, value)` and
-    /// returns `Some` to stop. Returns that, or the empty slot's index.
+    /// returns `Some` to stop. Returns that, or the empty slot with its
+    /// page as read (checked), for an insert to fill.
     fn probe<T>(
         &self,
         key: u64,
         visit: &mut dyn FnMut(u64, u64) -> Result<Option<T>>,
-    ) -> Result<std::result::Result<T, u64>> {
+    ) -> Result<std::result::Result<T, EmptySlot>> {
         let mask = self.capacity - 1;
         let mut i = key & mask;
         let mut loaded: Option<(u64, Vec<u8>)> = None;
@@ -702,7 +709,10 @@ impl DiskTable {
             };
             let (k, v) = Self::slot_in(page, i);
             if v == 0 {
-                return Ok(Err(i));
+                // The page just read holds slot `i` (an empty page instead
+                // would only make `put_slot` read it again).
+                let page = loaded.map(|(_, page)| page).unwrap_or_default();
+                return Ok(Err(EmptySlot { index: i, page }));
             }
             if let Some(found) = visit(k, v - 1)? {
                 return Ok(Ok(found));
@@ -715,10 +725,16 @@ impl DiskTable {
         ))
     }
 
-    /// Writes `slot` (16 bytes) into slot `i`, resealing its page.
-    fn put_slot(&self, i: u64, slot: &[u8]) -> Result<()> {
+    /// Writes `slot` (16 bytes) into the empty slot `empty`, resealing its
+    /// page.
+    fn put_slot(&self, empty: EmptySlot, slot: &[u8]) -> Result<()> {
+        let EmptySlot { index: i, page } = empty;
         let p = i / Self::SLOTS_PER_PAGE;
-        let mut page = self.read_page(p)?;
+        let mut page = if page.len() == Self::PAGE {
+            page
+        } else {
+            self.read_page(p)?
+        };
         let at = (16 * (i % Self::SLOTS_PER_PAGE)) as usize;
         page[at..at + 16].copy_from_slice(slot);
         let seal = Self::seal(p, &page[..Self::SEAL_AT]);
@@ -867,8 +883,8 @@ impl DiskTable {
         for slot in wrapped {
             let k = u64::from_be_bytes(slot[..8].try_into().unwrap_or([0; 8]));
             let empty = next.probe(k, &mut |_, _| Ok(None::<()>))?;
-            if let Err(i) = empty {
-                next.put_slot(i, &slot)?;
+            if let Err(empty) = empty {
+                next.put_slot(empty, &slot)?;
             }
         }
         next.watermark = self.watermark;

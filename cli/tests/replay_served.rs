@@ -45,15 +45,7 @@ fn replay(data: &Path) -> Output {
 
 #[test]
 fn replay_verify_runs_while_the_server_holds_the_data_directory() {
-    let root = tempfile::tempdir().unwrap();
-    let data = root.path().join("d");
-    let out = docket()
-        .arg("--data")
-        .arg(&data)
-        .arg("init")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    let (_root, data) = support::init_ledger();
     let _server = Server::start(&data);
     // Local commands go through the server that holds the directory.
     append_notes(&data, 40);

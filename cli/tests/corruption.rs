@@ -301,15 +301,23 @@ fn replace_dir(dir: &Path, with: &Path) {
 
 /// The anchor slot size (two slots).
 const SLOT: usize = 4096;
-/// Slot header: magic (8), note length (4), SHA-256 of the note (32).
-const SLOT_HEADER: usize = 44;
+/// Slot header (docs/FORMAT.md §9): magic `DKTANCH2` (8), note length (4),
+/// redo length (4), SHA-256 of those lengths, the note and the redo (32).
+const SLOT_HEADER: usize = 48;
+
+/// The note's length in a slot.
+fn note_len(slot: &[u8]) -> usize {
+    u32::from_be_bytes(slot[8..12].try_into().expect("4 bytes")) as usize
+}
 
 /// The slot holding the note with the larger tree size (the one that opens).
 fn newest_slot(anchor: &[u8]) -> usize {
     let size = |slot: usize| -> Option<u64> {
         let s = &anchor[slot * SLOT..(slot + 1) * SLOT];
-        let len = u32::from_be_bytes(s[8..12].try_into().ok()?) as usize;
-        let note = std::str::from_utf8(s.get(SLOT_HEADER..SLOT_HEADER + len)?).ok()?;
+        if &s[..8] != b"DKTANCH2" {
+            return None;
+        }
+        let note = std::str::from_utf8(s.get(SLOT_HEADER..SLOT_HEADER + note_len(s))?).ok()?;
         note.lines().nth(1)?.parse().ok()
     };
     match (size(0), size(1)) {
@@ -332,7 +340,8 @@ fn forge_newest_note(bytes: &mut [u8]) {
     use sha2::Digest as _;
     let slot = newest_slot(bytes);
     let s = &mut bytes[slot * SLOT..(slot + 1) * SLOT];
-    let len = u32::from_be_bytes(s[8..12].try_into().expect("4 bytes")) as usize;
+    let len = note_len(s);
+    let redo_len = u32::from_be_bytes(s[12..16].try_into().expect("4 bytes")) as usize;
     let note = &mut s[SLOT_HEADER..SLOT_HEADER + len];
     let root_line = note
         .iter()
@@ -342,8 +351,11 @@ fn forge_newest_note(bytes: &mut [u8]) {
         .map(|(i, _)| i + 1)
         .expect("a checkpoint note has a root line");
     note[root_line] = if note[root_line] == b'A' { b'B' } else { b'A' };
-    let digest = sha2::Sha256::digest(&s[SLOT_HEADER..SLOT_HEADER + len]);
-    s[12..44].copy_from_slice(&digest);
+    let mut h = sha2::Sha256::new();
+    h.update(&s[8..16]);
+    h.update(&s[SLOT_HEADER..SLOT_HEADER + len + redo_len]);
+    let digest = h.finalize();
+    s[16..SLOT_HEADER].copy_from_slice(&digest);
 }
 
 /// Sealed snapshot layout: magic (8), seq (8), root (32), body length (8),

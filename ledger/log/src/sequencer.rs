@@ -13,7 +13,8 @@
 //! frontier and folds it. It signs one checkpoint for the new tree size,
 //! writes events, Merkle nodes, statement index and checkpoint in one atomic
 //! store commit (flush + fsync), then writes the checkpoint to the anchor
-//! (pwrite + fdatasync). Only then does the state lock drop, the committed
+//! (pwrite + fdatasync), or lets the store anchor it with the commit in the
+//! same wait ([`Store::commit_anchored`]). Only then does the state lock drop, the committed
 //! length advance and every caller of the batch get its receipt. A storage
 //! error is fail-stop: the state is reloaded from what is durable and every
 //! later append is refused until the ledger is reopened.
@@ -1146,6 +1147,8 @@ struct Sequenced {
     size: u64,
     root: Hash,
     note: Option<String>,
+    /// The store anchored `note` with its commit ([`Store::commit_anchored`]).
+    anchored: bool,
     started: std::time::Instant,
 }
 
@@ -1159,6 +1162,7 @@ impl Sequenced {
         if next.note.is_some() {
             self.batch.checkpoint = next.batch.checkpoint;
             self.note = next.note;
+            self.anchored = next.anchored;
             self.size = next.size;
             self.root = next.root;
         }
@@ -1485,6 +1489,7 @@ impl<M: StateMachine> Committer<M> {
             size: next_seq,
             root,
             note,
+            anchored: false,
             started,
         }
     }
@@ -1589,11 +1594,14 @@ impl<M: StateMachine> Syncer<M> {
             while let Ok(next) = rx.try_recv() {
                 sequenced.merge(next);
             }
-            if sequenced.note.is_some()
-                && let Err(e) = self.inner.store.commit(&sequenced.batch)
-            {
-                self.fail_stop(&e, sequenced, &rx);
-                return;
+            if sequenced.note.is_some() {
+                match self.inner.store.commit_anchored(&sequenced.batch) {
+                    Ok(anchored) => sequenced.anchored = anchored,
+                    Err(e) => {
+                        self.fail_stop(&e, sequenced, &rx);
+                        return;
+                    }
+                }
             }
             if let Err(mpsc::SendError(s)) = publish.send(sequenced) {
                 // The publisher stopped (fail-stop): refuse the rest.
@@ -1646,8 +1654,11 @@ impl<M: StateMachine> Syncer<M> {
             // 1. (done by the store stage) One atomic write, flush and fsync
             // of every file and directory it touched.
             // 2. The anchor, before anyone is told: a checkpoint is served
-            // (and a receipt sent) only once it is anchored.
-            if let Err(e) = inner.store.put_anchor(note) {
+            // (and a receipt sent) only once it is anchored. The store may
+            // have anchored it with the commit, in the same wait.
+            if !s.anchored
+                && let Err(e) = inner.store.put_anchor(note)
+            {
                 return Err(Box::new((e, s)));
             }
             // 3. Fold into the durable state (a short write lock: readers

@@ -118,6 +118,17 @@ pub trait Store: NodeSource + Send + Sync {
     /// Durably replaces the anchor. Called after the commit it covers is
     /// durable, and before that checkpoint is served to anyone.
     fn put_anchor(&self, note: &str) -> Result<()>;
+    /// Commits `batch` like [`Store::commit`] and, when the store can make
+    /// both durable in one wait, also anchors `batch.checkpoint` (the anchor
+    /// then carries the batch's events, so an open that finds the anchor
+    /// ahead of the store by exactly this batch commits it again, FORMAT
+    /// §9). Returns whether it anchored; when it did not, the caller
+    /// anchors with [`Store::put_anchor`] as usual. The default only
+    /// commits.
+    fn commit_anchored(&self, batch: &CommitBatch) -> Result<bool> {
+        self.commit(batch)?;
+        Ok(false)
+    }
     /// Whether [`Store::statement_seq`] is an exact index lookup of a few
     /// reads whatever the log's size: the sequencer then keeps no Bloom
     /// filter of statement digests (nor its sealed snapshot) in front of
@@ -691,16 +702,116 @@ impl Store for SledStore {
     }
 }
 
+/// The events of the commit an anchor slot's checkpoint covers, kept in the
+/// slot beside the note so that the commit and the anchor are made durable
+/// in one wait (docs/FORMAT.md §9). An open that finds the anchor ahead of
+/// the store by exactly these events (the stop came before the store's
+/// fsync finished, after the anchor's) commits them again; see
+/// [`crate::tiles::TileStore::open`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AnchorRedo {
+    /// Sequence number of the first event: the store's length before the
+    /// commit.
+    pub first_seq: u64,
+    /// Canonical bytes of the events, in order.
+    pub events: Vec<Vec<u8>>,
+    /// `(statement digest, seq)` of the commit, as in [`CommitBatch`].
+    pub statements: Vec<(Hash, u64)>,
+}
+
+impl AnchorRedo {
+    /// The redo of `batch` (whose events are consecutive, as a commit's are).
+    #[must_use]
+    pub fn of(batch: &CommitBatch) -> Self {
+        Self {
+            first_seq: batch.events.first().map_or(0, |(seq, _)| *seq),
+            events: batch.events.iter().map(|(_, b)| b.clone()).collect(),
+            statements: batch.statements.clone(),
+        }
+    }
+
+    /// `u64be first_seq || u32be n || n × (u32be len || bytes) || u32be m
+    /// || m × (digest (32) || u64be seq)`.
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.first_seq.to_be_bytes());
+        out.extend_from_slice(&(self.events.len() as u32).to_be_bytes());
+        for e in &self.events {
+            out.extend_from_slice(&(e.len() as u32).to_be_bytes());
+            out.extend_from_slice(e);
+        }
+        out.extend_from_slice(&(self.statements.len() as u32).to_be_bytes());
+        for (digest, seq) in &self.statements {
+            out.extend_from_slice(digest);
+            out.extend_from_slice(&seq.to_be_bytes());
+        }
+    }
+
+    /// Bytes [`AnchorRedo::encode`] writes.
+    fn encoded_len(&self) -> usize {
+        8 + 4
+            + self.events.iter().map(|e| 4 + e.len()).sum::<usize>()
+            + 4
+            + 40 * self.statements.len()
+    }
+
+    fn decode(mut b: &[u8]) -> Option<Self> {
+        fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+            let (head, tail) = b.split_at_checked(n)?;
+            *b = tail;
+            Some(head)
+        }
+        fn u32_of(b: &mut &[u8]) -> Option<usize> {
+            Some(u32::from_be_bytes(take(b, 4)?.try_into().ok()?) as usize)
+        }
+        fn u64_of(b: &mut &[u8]) -> Option<u64> {
+            Some(u64::from_be_bytes(take(b, 8)?.try_into().ok()?))
+        }
+        let first_seq = u64_of(&mut b)?;
+        let n = u32_of(&mut b)?;
+        let mut events = Vec::new();
+        for _ in 0..n {
+            let len = u32_of(&mut b)?;
+            events.push(take(&mut b, len)?.to_vec());
+        }
+        let m = u32_of(&mut b)?;
+        let mut statements = Vec::new();
+        for _ in 0..m {
+            let digest: Hash = take(&mut b, 32)?.try_into().ok()?;
+            statements.push((digest, u64_of(&mut b)?));
+        }
+        b.is_empty().then_some(Self {
+            first_seq,
+            events,
+            statements,
+        })
+    }
+}
+
 /// The anchor file: the latest signed checkpoint note, in two fixed slots
-/// written alternately (pwrite + fdatasync), so a torn write of one slot
-/// leaves the other intact. A slot is `"DKTANCH1"`, the note length (u32
-/// BE), SHA-256 of the note, the note, zero padding to [`Anchor::SLOT`]
-/// bytes. Reading picks the valid slot whose note names the larger tree
-/// size; which slot is newer is decided by the note, never by the file.
+/// of [`Anchor::SLOT`] bytes written alternately (pwrite + fdatasync), so a
+/// torn write of one slot leaves the other intact. A slot is
+/// `"DKTANCH2"`, the note's length and the redo's (u32 BE each), SHA-256 of
+/// those eight bytes, the note and the redo, then the note, the redo
+/// ([`AnchorRedo`], possibly empty) and zero padding; slots of the first
+/// version (`"DKTANCH1"`, note length, SHA-256 of the note, the note) are
+/// still read. Reading picks the valid slot whose note names the larger
+/// tree size; which slot is newer is decided by the note, never by the
+/// file.
 pub struct Anchor {
     file: File,
-    /// Slot to write next.
-    next_slot: std::sync::Mutex<u64>,
+    /// Slot to write next, and the tree size the newest slot names.
+    slots: std::sync::Mutex<NextSlot>,
+}
+
+/// Where the next anchor write goes.
+#[derive(Debug, Clone, Copy)]
+struct NextSlot {
+    index: u64,
+    /// Size named by the newest valid slot. Writes only ever move it up, so
+    /// the slot not being written always holds the previous anchor: the
+    /// publish thread's anchor of a batch is skipped when the store already
+    /// anchored a later one with its commit.
+    newest_size: Option<u64>,
 }
 
 impl std::fmt::Debug for Anchor {
@@ -709,10 +820,16 @@ impl std::fmt::Debug for Anchor {
     }
 }
 
+/// One valid anchor slot: the note and the redo it carries, if any.
+type AnchorSlot = (String, Option<AnchorRedo>);
+
 impl Anchor {
     /// Bytes per slot.
     pub const SLOT: usize = 4096;
-    const MAGIC: &'static [u8; 8] = b"DKTANCH1";
+    const MAGIC_V1: &'static [u8; 8] = b"DKTANCH1";
+    const MAGIC: &'static [u8; 8] = b"DKTANCH2";
+    /// Magic, two lengths, SHA-256.
+    const HEADER: usize = 8 + 4 + 4 + 32;
 
     pub(crate) fn create(path: &Path) -> Result<()> {
         let mut f = fs::OpenOptions::new()
@@ -738,20 +855,27 @@ impl Anchor {
         };
         let anchor = Self {
             file,
-            next_slot: std::sync::Mutex::new(0),
+            slots: std::sync::Mutex::new(NextSlot {
+                index: 0,
+                newest_size: None,
+            }),
         };
         let slots = anchor.slots()?;
         // Write next into the slot that does not hold the newest note.
         let newest = newest_slot(&slots);
         *anchor
-            .next_slot
+            .slots
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) =
-            newest.map_or(0, |i| 1 - i as u64);
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = NextSlot {
+            index: newest.map_or(0, |i| 1 - i as u64),
+            newest_size: newest
+                .and_then(|i| slots[i].as_ref())
+                .and_then(|(note, _)| note_size(note)),
+        };
         Ok(anchor)
     }
 
-    fn slots(&self) -> Result<[Option<String>; 2]> {
+    fn slots(&self) -> Result<[Option<AnchorSlot>; 2]> {
         use std::os::unix::fs::FileExt as _;
         let mut out = [None, None];
         for (i, slot) in out.iter_mut().enumerate() {
@@ -766,48 +890,113 @@ impl Anchor {
         Ok(out)
     }
 
-    fn parse_slot(buf: &[u8]) -> Option<String> {
+    fn parse_slot(buf: &[u8]) -> Option<AnchorSlot> {
         use sha2::Digest as _;
-        if buf.len() < 44 || &buf[..8] != Self::MAGIC {
-            return None;
+        match buf.get(..8)? {
+            m if m == Self::MAGIC_V1 => {
+                let len = u32::from_be_bytes(buf.get(8..12)?.try_into().ok()?) as usize;
+                let note = buf.get(44..44_usize.checked_add(len)?)?;
+                if sha2::Sha256::digest(note)[..] != *buf.get(12..44)? {
+                    return None;
+                }
+                Some((String::from_utf8(note.to_vec()).ok()?, None))
+            }
+            m if m == Self::MAGIC => {
+                let note_len = u32::from_be_bytes(buf.get(8..12)?.try_into().ok()?) as usize;
+                let redo_len = u32::from_be_bytes(buf.get(12..16)?.try_into().ok()?) as usize;
+                let note_end = Self::HEADER.checked_add(note_len)?;
+                let body = buf.get(Self::HEADER..note_end.checked_add(redo_len)?)?;
+                let mut h = sha2::Sha256::new();
+                h.update(&buf[8..16]);
+                h.update(body);
+                if h.finalize()[..] != buf[16..48] {
+                    return None;
+                }
+                let (note, redo) = body.split_at(note_len);
+                let note = String::from_utf8(note.to_vec()).ok()?;
+                let redo = if redo.is_empty() {
+                    None
+                } else {
+                    Some(AnchorRedo::decode(redo)?)
+                };
+                Some((note, redo))
+            }
+            _ => None,
         }
-        let len = u32::from_be_bytes(buf[8..12].try_into().ok()?) as usize;
-        let note = buf.get(44..44 + len)?;
-        if sha2::Sha256::digest(note)[..] != buf[12..44] {
-            return None;
-        }
-        String::from_utf8(note.to_vec()).ok()
     }
 
     pub(crate) fn read(&self) -> Result<Option<String>> {
-        let slots = self.slots()?;
-        Ok(newest_slot(&slots).and_then(|i| slots[i].clone()))
+        Ok(self.read_with_redo()?.map(|(note, _)| note))
     }
 
-    pub(crate) fn write(&self, note: &str) -> Result<()> {
+    /// The newest valid slot: its note and the redo it carries.
+    pub(crate) fn read_with_redo(&self) -> Result<Option<AnchorSlot>> {
+        let mut slots = self.slots()?;
+        Ok(newest_slot(&slots).and_then(|i| slots[i].take()))
+    }
+
+    /// The slot's bytes for `note` and `redo`, or `None` when they do not
+    /// fit one slot.
+    fn encode_slot(note: &str, redo: Option<&AnchorRedo>) -> Option<Vec<u8>> {
         use sha2::Digest as _;
-        use std::os::unix::fs::FileExt as _;
-        if 44 + note.len() > Self::SLOT {
-            return Err(LogError::ResourceExhausted(format!(
-                "checkpoint note of {} bytes does not fit an anchor slot",
-                note.len()
-            )));
+        let redo_len = redo.map_or(0, AnchorRedo::encoded_len);
+        if Self::HEADER + note.len() + redo_len > Self::SLOT {
+            return None;
         }
         let mut buf = Vec::with_capacity(Self::SLOT);
         buf.extend_from_slice(Self::MAGIC);
         buf.extend_from_slice(&(note.len() as u32).to_be_bytes());
-        buf.extend_from_slice(&sha2::Sha256::digest(note.as_bytes()));
+        buf.extend_from_slice(&(redo_len as u32).to_be_bytes());
+        buf.extend_from_slice(&[0u8; 32]);
         buf.extend_from_slice(note.as_bytes());
+        if let Some(r) = redo {
+            r.encode(&mut buf);
+        }
+        let mut h = sha2::Sha256::new();
+        h.update(&buf[8..16]);
+        h.update(&buf[Self::HEADER..]);
+        buf[16..48].copy_from_slice(&h.finalize());
         buf.resize(Self::SLOT, 0);
+        Some(buf)
+    }
+
+    pub(crate) fn write(&self, note: &str) -> Result<()> {
+        let slot = Self::encode_slot(note, None).ok_or_else(|| {
+            LogError::ResourceExhausted(format!(
+                "checkpoint note of {} bytes does not fit an anchor slot",
+                note.len()
+            ))
+        })?;
+        self.write_slot(note_size(note), &slot)
+    }
+
+    /// The slot bytes anchoring `note` with the redo of its commit, when
+    /// they fit one slot (a batch of a few small events); write them with
+    /// [`Anchor::write_slot`].
+    pub(crate) fn slot_with_redo(note: &str, redo: &AnchorRedo) -> Option<Vec<u8>> {
+        Self::encode_slot(note, Some(redo))
+    }
+
+    /// Writes a slot [`Anchor::slot_with_redo`] made (`pwrite`,
+    /// `fdatasync`) for a checkpoint of tree size `size`. A size below the
+    /// newest slot's is not written: the newer anchor covers it.
+    pub(crate) fn write_slot(&self, size: Option<u64>, slot: &[u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt as _;
         let mut next = self
-            .next_slot
+            .slots
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let (Some(size), Some(newest)) = (size, next.newest_size)
+            && size < newest
+        {
+            return Ok(());
+        }
         self.file
-            .write_all_at(&buf, *next * Self::SLOT as u64)
+            .write_all_at(slot, next.index * Self::SLOT as u64)
             .and_then(|()| self.file.sync_data())
             .map_err(|e| LogError::io("anchor", e))?;
-        *next = 1 - *next;
+        next.index = 1 - next.index;
+        next.newest_size = size.or(next.newest_size);
         Ok(())
     }
 }
@@ -817,10 +1006,10 @@ fn note_size(note: &str) -> Option<u64> {
     note.lines().nth(1)?.parse().ok()
 }
 
-fn newest_slot(slots: &[Option<String>; 2]) -> Option<usize> {
+fn newest_slot(slots: &[Option<AnchorSlot>; 2]) -> Option<usize> {
     match (
-        slots[0].as_deref().map(note_size),
-        slots[1].as_deref().map(note_size),
+        slots[0].as_ref().map(|(note, _)| note_size(note)),
+        slots[1].as_ref().map(|(note, _)| note_size(note)),
     ) {
         (None, None) => None,
         (Some(_), None) => Some(0),
@@ -959,7 +1148,140 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     fn put_anchor(&self, note: &str) -> Result<()> {
         (**self).put_anchor(note)
     }
+    fn commit_anchored(&self, batch: &CommitBatch) -> Result<bool> {
+        (**self).commit_anchored(batch)
+    }
     fn exact_statement_lookup(&self) -> bool {
         (**self).exact_statement_lookup()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sha2::Digest as _;
+
+    fn anchor_in(dir: &Path) -> Anchor {
+        let path = dir.join("anchor");
+        Anchor::create(&path).unwrap();
+        Anchor::open(&path).unwrap()
+    }
+
+    fn note(size: u64) -> String {
+        format!(
+            "example.org/anchor-test\n{size}\n{}\n\n— example.org/anchor-test AAAAAAAA\n",
+            "A".repeat(43) + "="
+        )
+    }
+
+    fn redo() -> AnchorRedo {
+        AnchorRedo {
+            first_seq: 41,
+            events: vec![b"\x01first".to_vec(), b"\x01second event".to_vec()],
+            statements: vec![([7u8; 32], 41), ([9u8; 32], 42)],
+        }
+    }
+
+    #[test]
+    fn a_slot_carries_its_note_and_the_redo_of_its_commit_byte_for_byte() {
+        // Given a slot anchoring size 43 with the redo of events 41 and 42,
+        let slot = Anchor::slot_with_redo(&note(43), &redo()).unwrap();
+        // then its layout is FORMAT §9's: magic, the two lengths, SHA-256
+        // of the lengths, note and redo, then note, redo, zero padding.
+        let note = note(43);
+        let mut encoded_redo = Vec::new();
+        redo().encode(&mut encoded_redo);
+        assert_eq!(encoded_redo.len(), redo().encoded_len());
+        assert_eq!(&slot[..8], b"DKTANCH2");
+        assert_eq!(&slot[8..12], &(note.len() as u32).to_be_bytes());
+        assert_eq!(&slot[12..16], &(encoded_redo.len() as u32).to_be_bytes());
+        let mut h = sha2::Sha256::new();
+        h.update(&slot[8..16]);
+        h.update(note.as_bytes());
+        h.update(&encoded_redo);
+        assert_eq!(&slot[16..48], &h.finalize()[..]);
+        assert_eq!(&slot[48..48 + note.len()], note.as_bytes());
+        let redo_at = 48 + note.len();
+        assert_eq!(
+            &slot[redo_at..redo_at + encoded_redo.len()],
+            &encoded_redo[..]
+        );
+        assert_eq!(&encoded_redo[..12], &[0, 0, 0, 0, 0, 0, 0, 41, 0, 0, 0, 2]);
+        assert!(slot[redo_at + encoded_redo.len()..].iter().all(|&b| b == 0));
+        assert_eq!(slot.len(), Anchor::SLOT);
+        // and when it is written, reading gives both back.
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = anchor_in(dir.path());
+        anchor.write(&self::note(40)).unwrap();
+        anchor.write_slot(Some(43), &slot).unwrap();
+        assert_eq!(
+            anchor.read_with_redo().unwrap(),
+            Some((note.clone(), Some(redo())))
+        );
+        assert_eq!(anchor.read().unwrap(), Some(note));
+    }
+
+    #[test]
+    fn a_first_version_slot_is_still_read_without_a_redo() {
+        // Given an anchor file written by an earlier version (DKTANCH1),
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("anchor");
+        let note = note(5);
+        let mut slot = b"DKTANCH1".to_vec();
+        slot.extend_from_slice(&(note.len() as u32).to_be_bytes());
+        slot.extend_from_slice(&sha2::Sha256::digest(note.as_bytes()));
+        slot.extend_from_slice(note.as_bytes());
+        slot.resize(2 * Anchor::SLOT, 0);
+        fs::write(&path, &slot).unwrap();
+        // when it is opened, then its note is the anchor, and the next
+        // write goes to the other slot.
+        let anchor = Anchor::open(&path).unwrap();
+        assert_eq!(anchor.read_with_redo().unwrap(), Some((note.clone(), None)));
+        anchor.write(&self::note(6)).unwrap();
+        let bytes = fs::read(&path).unwrap();
+        assert_eq!(&bytes[..8], b"DKTANCH1");
+        assert_eq!(&bytes[Anchor::SLOT..Anchor::SLOT + 8], b"DKTANCH2");
+        assert_eq!(anchor.read().unwrap(), Some(self::note(6)));
+    }
+
+    #[test]
+    fn lengths_moved_under_an_intact_hash_make_the_slot_invalid() {
+        // Given the newest slot carries a redo, and one byte of the note
+        // moves into the redo by changing only the two lengths,
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("anchor");
+        let anchor = anchor_in(dir.path());
+        anchor.write(&note(40)).unwrap();
+        anchor
+            .write_slot(
+                Some(43),
+                &Anchor::slot_with_redo(&note(43), &redo()).unwrap(),
+            )
+            .unwrap();
+        drop(anchor);
+        let mut bytes = fs::read(&path).unwrap();
+        let at = Anchor::SLOT;
+        let note_len = u32::from_be_bytes(bytes[at + 8..at + 12].try_into().unwrap());
+        let redo_len = u32::from_be_bytes(bytes[at + 12..at + 16].try_into().unwrap());
+        bytes[at + 8..at + 12].copy_from_slice(&(note_len - 1).to_be_bytes());
+        bytes[at + 12..at + 16].copy_from_slice(&(redo_len + 1).to_be_bytes());
+        fs::write(&path, &bytes).unwrap();
+        // then that slot is not valid, and the older one is the anchor.
+        let anchor = Anchor::open(&path).unwrap();
+        assert_eq!(anchor.read_with_redo().unwrap(), Some((note(40), None)));
+    }
+
+    #[test]
+    fn a_commit_too_large_for_a_slot_gets_no_redo_slot() {
+        let mut big = redo();
+        big.events.push(vec![1u8; Anchor::SLOT]);
+        assert!(Anchor::slot_with_redo(&note(44), &big).is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = anchor_in(dir.path());
+        assert!(matches!(
+            anchor.write(&"x".repeat(Anchor::SLOT)),
+            Err(LogError::ResourceExhausted(_))
+        ));
+        assert_eq!(anchor.read().unwrap(), None);
     }
 }

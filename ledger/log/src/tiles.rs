@@ -27,6 +27,11 @@
 //! checkpoint's root (else they are recomputed from the full tiles below),
 //! so opening reads the same few files whatever the log's size.
 //!
+//! [`Store::commit_anchored`] writes the anchor too, with the commit's
+//! events as its redo, fdatasynced beside the bundle and the commit log,
+//! when they fit one anchor slot; an open that finds the anchor ahead of
+//! the store by exactly that redo commits it again (FORMAT.md §9).
+//!
 //! At open the store's length is that of the last valid commit record whose
 //! events are all present; bytes past it (a commit that never returned) are
 //! ignored and overwritten by the next commit, never deleted at open, so a
@@ -43,7 +48,9 @@ use sha2::Digest as _;
 
 use crate::error::{LogError, Result};
 use crate::merkle::{self, Hash, MerkleError, NodeSource};
-use crate::store::{Anchor, CommitBatch, Store, create_dir_durably, sync_dir, write_atomically};
+use crate::store::{
+    Anchor, AnchorRedo, CommitBatch, Store, create_dir_durably, sync_dir, write_atomically,
+};
 
 /// Entries per entry bundle and hashes per hash tile (C2SP tlog-tiles).
 pub const TILE_WIDTH: u64 = 256;
@@ -965,6 +972,9 @@ struct Writer {
     /// A thread that fdatasyncs the open bundle while the commit thread
     /// fdatasyncs the commit log.
     bundle_syncer: Option<BundleSyncer>,
+    /// A second one, for the commit log while the commit thread writes and
+    /// fdatasyncs the anchor ([`Store::commit_anchored`]).
+    commits_syncer: Option<BundleSyncer>,
 }
 
 impl Writer {
@@ -980,6 +990,7 @@ impl Writer {
             broken: false,
             part_file: None,
             bundle_syncer: None,
+            commits_syncer: None,
         }
     }
 }
@@ -1035,7 +1046,8 @@ pub struct TileStore {
     _lock: File,
     snapshot_dir: PathBuf,
     anchor: Anchor,
-    commits: File,
+    /// `tiles/commits` (shared with the writer's second sync thread).
+    commits: Arc<File>,
     commits_path: PathBuf,
     /// `tiles/partial`: the partial hash tiles of levels 1 and up (derived,
     /// written without a sync whenever a level-0 tile fills, checked at open
@@ -1184,7 +1196,7 @@ impl TileStore {
             root: root.clone(),
             snapshot_dir,
             anchor,
-            commits,
+            commits: Arc::new(commits),
             commits_path: commits_path.clone(),
             partial,
             view: RwLock::new(View::default()),
@@ -1258,7 +1270,56 @@ impl TileStore {
         }
         store.writer = Mutex::new(Writer::at(view.clone(), part_bytes));
         store.view = RwLock::new(view);
+        store.redo_from_anchor()?;
         Ok(store)
+    }
+
+    /// Commits again the events an anchor slot carries when the anchor is
+    /// ahead of the store by exactly them: the stop came after the anchor's
+    /// fdatasync and before the bundle's or the commit log's finished
+    /// ([`Store::commit_anchored`]). Applied only when the events follow
+    /// the store's last one and give the anchored checkpoint's root; any
+    /// other gap is left for the ledger's anchor check to report as damage.
+    fn redo_from_anchor(&self) -> Result<()> {
+        let Some((note, Some(redo))) = self.anchor.read_with_redo()? else {
+            return Ok(());
+        };
+        let len = self.read_view().len;
+        let Some((size, root)) = crate::checkpoint::unverified_size_and_root(&note) else {
+            return Ok(());
+        };
+        let count = redo.events.len() as u64;
+        if size <= len || redo.first_seq != len || len.checked_add(count) != Some(size) {
+            return Ok(());
+        }
+        let mut frontier = match merkle::Frontier::restore(self, len) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!("tile store: cannot redo the anchored commit: {e}");
+                return Ok(());
+            }
+        };
+        let mut batch = CommitBatch::default();
+        for (i, bytes) in redo.events.into_iter().enumerate() {
+            batch.nodes.extend(frontier.push(merkle::leaf_hash(&bytes)));
+            batch.events.push((len + i as u64, bytes));
+        }
+        let statements_fit = redo
+            .statements
+            .iter()
+            .all(|(_, seq)| (len..size).contains(seq));
+        if frontier.root() != root || !statements_fit {
+            tracing::warn!(
+                "tile store: the anchor carries events {len}..{size} that do not give its checkpoint's root; not redone"
+            );
+            return Ok(());
+        }
+        batch.statements = redo.statements;
+        batch.checkpoint = Some((size, note));
+        tracing::info!(
+            "tile store: events {len}..{size} were anchored before their commit was durable; committed them again from the anchor"
+        );
+        self.commit(&batch)
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -1744,7 +1805,15 @@ impl TileStore {
 }
 
 impl TileStore {
-    fn commit_locked(&self, w: &mut Writer, batch: &CommitBatch) -> Result<()> {
+    /// Commits `batch`; with `anchor_slot` (an anchor slot carrying this
+    /// batch's redo) also writes the anchor, synced beside the bundle and
+    /// the commit log.
+    fn commit_locked(
+        &self,
+        w: &mut Writer,
+        batch: &CommitBatch,
+        anchor_slot: Option<&[u8]>,
+    ) -> Result<()> {
         let mut next = w.view.len;
         for (seq, _) in &batch.events {
             if *seq != next {
@@ -1858,14 +1927,11 @@ impl TileStore {
             .map_err(|e| LogError::io(&self.commits_path, e))?;
         // The bundle and the commit log are synced side by side: a record
         // made durable before its events is a commit that never returned,
-        // which the open recognises (its events are not all present); the
-        // anchor, written after this returns, is what acknowledges.
-        let sync_commits = || {
-            self.commits
-                .sync_data()
-                .map_err(|e| LogError::io(&self.commits_path, e))
-        };
-        match (&w.part_file, wrote_part) {
+        // which the open recognises (its events are not all present). The
+        // anchor acknowledges: written after this returns, or with
+        // `anchor_slot` synced beside both, carrying the events, so that an
+        // anchor durable before them redoes the commit at the next open.
+        let part_path = match (&w.part_file, wrote_part) {
             (Some((bundle, file)), true) => {
                 if w.bundle_syncer.is_none() {
                     w.bundle_syncer = Some(BundleSyncer::start()?);
@@ -1876,13 +1942,38 @@ impl TileStore {
                 syncer
                     .begin(Arc::clone(file))
                     .map_err(|e| LogError::io(&part_path, e))?;
-                let commits = sync_commits();
-                let part = syncer.wait().map_err(|e| LogError::io(&part_path, e));
-                commits?;
-                part?;
+                Some(part_path)
             }
-            _ => sync_commits()?,
-        }
+            _ => None,
+        };
+        let commits = match anchor_slot {
+            None => self
+                .commits
+                .sync_data()
+                .map_err(|e| LogError::io(&self.commits_path, e)),
+            Some(slot) => {
+                if w.commits_syncer.is_none() {
+                    w.commits_syncer = Some(BundleSyncer::start()?);
+                }
+                // Invariant: set just above.
+                let syncer = w.commits_syncer.as_ref().expect("a commit log syncer");
+                let begun = syncer
+                    .begin(Arc::clone(&self.commits))
+                    .map_err(|e| LogError::io(&self.commits_path, e));
+                let size = batch.checkpoint.as_ref().map(|c| c.0);
+                let anchored = begun.and_then(|()| self.anchor.write_slot(size, slot));
+                let synced = syncer
+                    .wait()
+                    .map_err(|e| LogError::io(&self.commits_path, e));
+                anchored.and(synced)
+            }
+        };
+        let part = match (&part_path, &w.bundle_syncer) {
+            (Some(path), Some(syncer)) => syncer.wait().map_err(|e| LogError::io(path, e)),
+            _ => Ok(()),
+        };
+        commits?;
+        part?;
         w.cut_pending = false;
         let end = start + record.len() as u64;
         let rec = CommitRecord {
@@ -2006,11 +2097,35 @@ impl Store for TileStore {
             guard.broken = true;
             return Err(e);
         }
-        let result = self.commit_locked(&mut guard, batch);
+        let result = self.commit_locked(&mut guard, batch, None);
         if result.is_err() {
             guard.broken = true;
         }
         result
+    }
+
+    fn commit_anchored(&self, batch: &CommitBatch) -> Result<bool> {
+        // The anchor carries the batch when the two fit one slot (a few
+        // small events: one client's appends); else commit, then anchor.
+        let mut guard = self.lock_writer()?;
+        if let Some(e) = self.derived.failure() {
+            guard.broken = true;
+            return Err(e);
+        }
+        let slot = match &batch.checkpoint {
+            Some((size, note))
+                if batch.events.first().map(|(seq, _)| *seq) == Some(guard.view.len)
+                    && guard.view.len.checked_add(batch.events.len() as u64) == Some(*size) =>
+            {
+                Anchor::slot_with_redo(note, &AnchorRedo::of(batch))
+            }
+            _ => None,
+        };
+        let result = self.commit_locked(&mut guard, batch, slot.as_deref());
+        if result.is_err() {
+            guard.broken = true;
+        }
+        result.map(|()| slot.is_some())
     }
 
     fn len(&self) -> Result<u64> {

@@ -152,6 +152,11 @@ enum Op {
     TornCommit,
     /// A derived index or a full hash tile lost, then a reopen.
     LoseDerived(u8),
+    /// A commit anchored in the same wait ([`Store::commit_anchored`]).
+    CommitAnchored(u64),
+    /// The same, then a stop after the anchor's fdatasync and before the
+    /// bundle's and the commit log's: only the anchor holds the commit.
+    CommitAnchoredThenLoseIt(u64),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -160,6 +165,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::Reopen),
         2 => Just(Op::TornCommit),
         1 => (0u8..5).prop_map(Op::LoseDerived),
+        3 => (1u64..5).prop_map(Op::CommitAnchored),
+        3 => (1u64..5).prop_map(Op::CommitAnchoredThenLoseIt),
     ]
 }
 
@@ -175,6 +182,33 @@ fn forge_partial(path: &Path) {
     let check = sha2::Sha256::digest(&bytes[..body_len]);
     bytes[body_len..].copy_from_slice(&check[..16]);
     std::fs::write(path, bytes).unwrap();
+}
+
+fn file_len(path: &Path) -> Option<u64> {
+    std::fs::metadata(path).ok().map(|m| m.len())
+}
+
+/// Cuts `path` back to `len` bytes (removes it when it did not exist).
+fn cut(path: &Path, len: Option<u64>) {
+    match len {
+        None => {
+            let _ = std::fs::remove_file(path);
+        }
+        Some(len) => std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_len(len)
+            .unwrap(),
+    }
+}
+
+/// Whether the tile store anchors `batch` with its commit: its events and
+/// checkpoint fit one 4 KiB anchor slot (docs/FORMAT.md §9).
+fn fits_an_anchor(batch: &CommitBatch) -> bool {
+    let note = batch.checkpoint.as_ref().map_or(0, |c| c.1.len());
+    let events: usize = batch.events.iter().map(|(_, b)| 4 + b.len()).sum();
+    48 + note + 8 + 4 + events + 4 + 40 * batch.statements.len() <= 4096
 }
 
 fn append_garbage(path: &Path, bytes: &[u8]) {
@@ -222,6 +256,41 @@ proptest! {
                     // its commit record.
                     append_garbage(&part, &[0, 5, 1, 2, 3, 4, 5, 0]);
                     append_garbage(&dir.path().join("tiles/commits"), b"DKC1\0\0\0\x40half");
+                    store = Some(open(dir.path()));
+                }
+                Op::CommitAnchored(n) => {
+                    let batch = model.batch(n);
+                    let s = store.as_ref().unwrap();
+                    prop_assert_eq!(s.commit_anchored(&batch).unwrap(), fits_an_anchor(&batch));
+                    if fits_an_anchor(&batch) {
+                        prop_assert_eq!(s.anchor().unwrap(), batch.checkpoint.map(|c| c.1));
+                    }
+                }
+                Op::CommitAnchoredThenLoseIt(n) => {
+                    let len = model.len();
+                    let batch = model.batch(n);
+                    let commits = dir.path().join("tiles/commits");
+                    let part = dir
+                        .path()
+                        .join("tiles")
+                        .join(format!("{}.part", tiles::bundle_path(len / 256)));
+                    let before = (file_len(&commits), file_len(&part));
+                    let anchored = store.as_ref().unwrap().commit_anchored(&batch).unwrap();
+                    prop_assert_eq!(anchored, fits_an_anchor(&batch));
+                    drop(store.take());
+                    if !anchored {
+                        // Acknowledged by the anchor written after it:
+                        // nothing of it may be lost.
+                    } else if len / 256 == (len + n) / 256 {
+                        // The bundle and the commit record never reached
+                        // the disk; the anchor did.
+                        cut(&commits, before.0);
+                        cut(&part, before.1);
+                    } else {
+                        // The batch filled its bundle (renamed, synced
+                        // before): only the commit record was lost.
+                        cut(&commits, before.0);
+                    }
                     store = Some(open(dir.path()));
                 }
                 Op::LoseDerived(which) => {
@@ -339,6 +408,94 @@ fn a_commit_record_whose_events_are_missing_is_not_the_length() {
     check(&store, &model, 3);
     drop(store);
     check(&open(dir.path()), &model, 11);
+}
+
+/// `(commit log, open bundle)` lengths of the store in `dir` at `len`
+/// events, to cut back to.
+fn commit_files(dir: &Path, len: u64) -> [(std::path::PathBuf, Option<u64>); 2] {
+    let commits = dir.join("tiles/commits");
+    let part = dir
+        .join("tiles")
+        .join(format!("{}.part", tiles::bundle_path(len / 256)));
+    [
+        (commits.clone(), file_len(&commits)),
+        (part.clone(), file_len(&part)),
+    ]
+}
+
+#[test]
+fn an_anchor_ahead_of_the_store_by_more_than_its_own_commit_is_not_redone() {
+    // Given two commits anchored with their events, of which the store
+    // lost both (so the anchor's redo does not follow the store's end),
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    store.commit(&model.batch(10)).unwrap();
+    let before = commit_files(dir.path(), 10);
+    assert!(
+        store
+            .commit_anchored(&model.batch_of(3, small_event))
+            .unwrap()
+    );
+    let last = model.batch_of(2, small_event);
+    assert!(store.commit_anchored(&last).unwrap());
+    drop(store);
+    for (path, len) in &before {
+        cut(path, *len);
+    }
+    // when the store opens, then it holds what survived and nothing more:
+    // the anchor, still at 15, is for the ledger's check to report.
+    let store = open(dir.path());
+    assert_eq!(store.len().unwrap(), 10);
+    assert_eq!(store.anchor().unwrap(), last.checkpoint.map(|c| c.1));
+}
+
+#[test]
+fn an_anchored_commit_whose_events_do_not_give_its_root_is_not_redone() {
+    // Given a commit anchored with a checkpoint whose root is not its
+    // events' root, lost by the store,
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    store.commit(&model.batch(4)).unwrap();
+    let before = commit_files(dir.path(), 4);
+    let mut batch = model.batch_of(2, small_event);
+    batch.checkpoint = Some((6, note(6, [0x5a; 32])));
+    assert!(store.commit_anchored(&batch).unwrap());
+    drop(store);
+    for (path, len) in &before {
+        cut(path, *len);
+    }
+    // when the store opens, then it does not commit them again.
+    let store = open(dir.path());
+    assert_eq!(store.len().unwrap(), 4);
+}
+
+#[test]
+fn an_anchored_commit_the_store_lost_is_committed_again_from_the_anchor() {
+    // Given a commit anchored with its events, which the store lost (the
+    // stop came after the anchor's fdatasync, before the bundle's and the
+    // commit log's),
+    let dir = tempfile::tempdir().unwrap();
+    let store = create(dir.path());
+    let mut model = Model::new();
+    store.commit(&model.batch(4)).unwrap();
+    let before = commit_files(dir.path(), 4);
+    let batch = model.batch_of(2, small_event);
+    assert!(store.commit_anchored(&batch).unwrap());
+    drop(store);
+    for (path, len) in &before {
+        cut(path, *len);
+    }
+    // when the store opens, then it holds them once, at their places, with
+    // their statements and checkpoint, and so after another reopen.
+    let store = open(dir.path());
+    assert_eq!(store.len().unwrap(), 6);
+    assert_eq!(store.event_bytes(5).unwrap(), Some(small_event(5)));
+    assert_eq!(store.statement_seq(&digest(5)).unwrap(), Some(5));
+    assert_eq!(store.checkpoint(Some(6)).unwrap(), batch.checkpoint);
+    drop(store);
+    assert_eq!(open(dir.path()).len().unwrap(), 6);
 }
 
 #[test]

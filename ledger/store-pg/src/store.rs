@@ -678,6 +678,13 @@ impl Store for PgStore {
         Ok(())
     }
 
+    fn commit_anchored(&self, batch: &CommitBatch) -> Result<bool, LogError> {
+        // `docket_commit` moves the anchor to the batch's checkpoint in the
+        // commit's own transaction.
+        self.commit(batch)?;
+        Ok(batch.checkpoint.is_some())
+    }
+
     fn len(&self) -> Result<u64, LogError> {
         let n: i64 = self
             .read(|s, c| c.query_one(&s.len, &[]), "counting events")?

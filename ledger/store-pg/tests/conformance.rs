@@ -47,6 +47,19 @@ fn commit_range(
     from: u64,
     to: u64,
 ) {
+    store
+        .commit(&batch_of_range(frontier, tree, from, to))
+        .expect("commit");
+}
+
+/// The batch of events `from..to` with their Merkle nodes and a checkpoint
+/// for the new size.
+fn batch_of_range(
+    frontier: &mut Frontier,
+    tree: &mut MemoryTree,
+    from: u64,
+    to: u64,
+) -> CommitBatch {
     let mut batch = CommitBatch::default();
     for seq in from..to {
         let bytes = event_bytes(seq);
@@ -60,7 +73,38 @@ fn commit_range(
         batch.events.push((seq, bytes));
     }
     batch.checkpoint = Some((to, format!("checkpoint note of size\n{to}\n")));
-    store.commit(&batch).expect("commit");
+    batch
+}
+
+#[test]
+fn a_commit_anchored_with_its_checkpoint_moves_the_anchor_which_never_moves_back() {
+    each_backend(|b| {
+        let store = b.raw_store();
+        let mut frontier = Frontier::new();
+        let mut tree = MemoryTree::new();
+        commit_range(store.as_ref(), &mut frontier, &mut tree, 0, 10);
+        let (_, first) = store.checkpoint(Some(10)).unwrap().unwrap();
+        store.put_anchor(&first).unwrap();
+        // Given a small batch committed with `commit_anchored`,
+        let batch = batch_of_range(&mut frontier, &mut tree, 10, 12);
+        let anchored = store.commit_anchored(&batch).unwrap();
+        // then the tile store (the anchor carries the events) and
+        // PostgreSQL (the anchor moves in the commit's transaction) anchored
+        // it; sled cannot, and its caller anchors as before.
+        assert_eq!(anchored, b.kind != Kind::Sled, "{:?}", b.kind);
+        let (_, note) = batch.checkpoint.clone().unwrap();
+        if !anchored {
+            store.put_anchor(&note).unwrap();
+        }
+        assert_eq!(store.anchor().unwrap(), Some(note.clone()));
+        assert_eq!(store.len().unwrap(), 12);
+        assert_eq!(store.event_bytes(11).unwrap(), Some(event_bytes(11)));
+        // and an anchor of an earlier size, written after it (the publish
+        // stage anchoring a batch the store already anchored past), leaves
+        // the anchor where it is.
+        store.put_anchor(&first).unwrap();
+        assert_eq!(store.anchor().unwrap(), Some(note));
+    });
 }
 
 #[test]

@@ -1316,7 +1316,7 @@ impl TileStore {
         }
         batch.statements = redo.statements;
         batch.checkpoint = Some((size, note));
-        tracing::info!(
+        tracing::warn!(
             "tile store: events {len}..{size} were anchored before their commit was durable; committed them again from the anchor"
         );
         self.commit(&batch)

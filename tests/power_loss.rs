@@ -17,6 +17,13 @@
 //!   The image must open (`replay --verify` exits 0) and hold every event
 //!   the child acknowledged (printed), at the same sequence number with the
 //!   same leaf hash (the whole log is read with `log tail`).
+//! * `one-at-a-time`: the same, each line fed only once the previous one's
+//!   receipt was printed: one event per commit, which the tile store
+//!   anchors in the same wait, the anchor carrying the event (FORMAT.md §9).
+//!   Every other trial of it cuts keep-some (below) whatever the mode: only
+//!   there can the anchor's write survive the cut without the others'. Each
+//!   scenario prints how many images opened by committing again a commit
+//!   only the anchor held.
 //! * `large`: the same with payloads of 100 KB to 250 KB (the limit is 256
 //!   KiB). Printing hundreds of such events takes longer than the trial, so
 //!   every acknowledged seq must be below the tree size `replay` reports,
@@ -707,6 +714,10 @@ fn init_survives_power_cut() {
 #[derive(Clone, Copy)]
 enum Payloads {
     Small,
+    /// Small, each sent only once the previous one was acknowledged: one
+    /// event per commit, which the tile store anchors with its commit (the
+    /// anchor carries the event; docs/FORMAT.md §9).
+    OneAtATime,
     /// 100 KB to 250 KB (the limit is 256 KiB = 262,144 bytes).
     Large,
 }
@@ -714,7 +725,7 @@ enum Payloads {
 fn payload_line(kind: Payloads, trial: u64, i: u64, rng: &mut Rng) -> String {
     let head = format!("trial-{trial}-line-{i}");
     match kind {
-        Payloads::Small => head,
+        Payloads::Small | Payloads::OneAtATime => head,
         Payloads::Large => {
             let len = rng.range(100_000, 250_001) as usize;
             let fill = b'a' + (rng.next() % 26) as u8;
@@ -764,7 +775,7 @@ fn appends_survive_power_cut(scenario: &'static str, kind: Payloads) {
         h.sync_all();
 
         let delay = Duration::from_millis(match kind {
-            Payloads::Small => rng.range(50, 1500),
+            Payloads::Small | Payloads::OneAtATime => rng.range(50, 1500),
             // Long enough for sled to merge leaves of large values into
             // nodes over a quarter segment, which it writes to blob files.
             Payloads::Large => rng.range(200, 6000),
@@ -772,28 +783,58 @@ fn appends_survive_power_cut(scenario: &'static str, kind: Payloads) {
         let acks_path = dir.join("append.stdout");
         let stderr_path = dir.join("append.stderr");
         let key = data.join("keys").join("admin.key");
+        let lockstep = matches!(kind, Payloads::OneAtATime);
         let child = docket_command()
             .args(["--json", "--data", path_str(&data)])
             .args(["log", "append", "--kind", "x-crash", "--stdin", "--key"])
             .arg(&key)
             .stdin(Stdio::piped())
-            .stdout(File::create(&acks_path).expect("stdout file"))
+            .stdout(if lockstep {
+                Stdio::piped()
+            } else {
+                File::create(&acks_path).expect("stdout file").into()
+            })
             .stderr(File::create(&stderr_path).expect("stderr file"))
             .spawn()
             .expect("spawn docket log append");
         let mut child = KillOnDrop(child);
         let mut stdin = child.0.stdin.take().expect("piped stdin");
         let mut feed_rng = Rng::new(rng.next());
+        let acks_out = child.0.stdout.take().map(|out| {
+            (
+                std::io::BufReader::new(out),
+                File::create(&acks_path).expect("stdout file"),
+            )
+        });
         let feeder = std::thread::spawn(move || {
+            let mut acks_out = acks_out;
             for i in 0..1_000_000 {
                 let line = payload_line(kind, index, i, &mut feed_rng);
                 if writeln!(stdin, "{line}").is_err() {
                     break;
                 }
+                // One at a time: the next line only after this one's
+                // receipt (or error) is printed.
+                if let Some((out, file)) = acks_out.as_mut() {
+                    use std::io::BufRead as _;
+                    let mut ack = String::new();
+                    if !matches!(out.read_line(&mut ack), Ok(n) if n > 0)
+                        || file.write_all(ack.as_bytes()).is_err()
+                    {
+                        break;
+                    }
+                }
             }
         });
         std::thread::sleep(delay);
-        let image = cut(&h, rng);
+        // One at a time, every other trial cuts keep-some whatever the
+        // mode: only there can the anchor's write survive without the
+        // bundle's and the commit log's (the anchor's fsync comes last).
+        let image = if lockstep && index % 2 == 1 {
+            h.cut_power_keep_some_unsynced(rng.next())
+        } else {
+            cut(&h, rng)
+        };
         // After the cut: whatever the child prints now was durable before it.
         let _ = child.0.kill(); // SIGKILL
         let _ = child.0.wait();
@@ -829,7 +870,7 @@ fn appends_survive_power_cut(scenario: &'static str, kind: Payloads) {
 
         let tree_size = check_replay(dir, &img, trial);
         match kind {
-            Payloads::Small => check_every_ack(dir, &img, &acks, trial),
+            Payloads::Small | Payloads::OneAtATime => check_every_ack(dir, &img, &acks, trial),
             Payloads::Large => check_sampled_acks(dir, &img, &acks, tree_size, rng, trial),
         }
         if !trial.problems.is_empty() {
@@ -845,6 +886,11 @@ fn appends_survive_power_cut(scenario: &'static str, kind: Payloads) {
 #[test]
 fn small_appends_survive_power_cut() {
     appends_survive_power_cut("small", Payloads::Small);
+}
+
+#[test]
+fn one_at_a_time_appends_survive_power_cut() {
+    appends_survive_power_cut("one-at-a-time", Payloads::OneAtATime);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Untrusted bytes as the files of a tile store (docs/FORMAT.md §11): the
-//! commit log, the open entry bundle, the partial tiles and the statement
-//! index are replaced by slices of the input. Opening and reading never panic: the store opens
+//! commit log, the open entry bundle, the partial tiles, the statement
+//! index and the anchor (§9, whose slots may carry a redo the open commits)
+//! are replaced by slices of the input. Opening and reading never panic: the store opens
 //! (at some length whose events are all present) or reports damage.
 #![no_main]
 use docket_log::merkle::NodeSource as _;
@@ -12,10 +13,12 @@ fuzz_target!(|data: &[u8]| {
     let dir = std::env::temp_dir().join(format!("docket-fuzz-tiles-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     drop(TileStore::create(&dir).expect("create"));
-    let quarter = data.len() / 4;
-    let (commits, rest) = data.split_at(quarter);
-    let (bundle, rest) = rest.split_at(quarter);
-    let (partial, index) = rest.split_at(quarter);
+    let fifth = data.len() / 5;
+    let (commits, rest) = data.split_at(fifth);
+    let (bundle, rest) = rest.split_at(fifth);
+    let (partial, rest) = rest.split_at(fifth);
+    let (index, anchor) = rest.split_at(fifth);
+    std::fs::write(dir.join("anchor"), anchor).expect("write");
     let tiles = dir.join("tiles");
     std::fs::write(tiles.join("commits"), commits).expect("write");
     std::fs::write(tiles.join("tile/entries/000.part"), bundle).expect("write");

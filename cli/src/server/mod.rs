@@ -504,8 +504,13 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
                     tracing::warn!("cannot watch SIGTERM ({e}); only SIGINT stops the server");
                     int.recv().await;
                 }
-                (Err(e), _) => {
-                    tracing::warn!("cannot watch SIGINT ({e}); waiting for Ctrl-C");
+                (Err(e), Ok(mut term)) => {
+                    tracing::warn!("cannot watch SIGINT ({e}); only SIGTERM stops the server");
+                    term.recv().await;
+                    tracing::info!("SIGTERM: shutting down");
+                }
+                (Err(e), Err(_)) => {
+                    tracing::warn!("cannot watch SIGINT nor SIGTERM ({e}); waiting for Ctrl-C");
                     let _ = tokio::signal::ctrl_c().await;
                 }
             }

@@ -830,7 +830,8 @@ fn appends_survive_power_cut(scenario: &'static str, kind: Payloads) {
         // One at a time, every other trial cuts keep-some whatever the
         // mode: only there can the anchor's write survive without the
         // bundle's and the commit log's (the anchor's fsync comes last).
-        let image = if lockstep && index % 2 == 1 {
+        let forced_keep_some = lockstep && index % 2 == 1;
+        let image = if forced_keep_some {
             h.cut_power_keep_some_unsynced(rng.next())
         } else {
             cut(&h, rng)
@@ -859,8 +860,9 @@ fn appends_survive_power_cut(scenario: &'static str, kind: Payloads) {
         }
         trial.acked = acks.len();
         trial.notes = format!(
-            "cut {} ms after start{init_note}{}",
+            "cut {} ms after start{}{init_note}{}",
             delay.as_millis(),
+            if forced_keep_some { " (keep-some)" } else { "" },
             errors
                 .first()
                 .map_or_else(String::new, |e| format!("; child reported {}", clip(e)))

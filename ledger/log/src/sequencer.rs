@@ -14,8 +14,9 @@
 //! writes events, Merkle nodes, statement index and checkpoint in one atomic
 //! store commit (flush + fsync), then writes the checkpoint to the anchor
 //! (pwrite + fdatasync), or lets the store anchor it with the commit in the
-//! same wait ([`Store::commit_anchored`]). Only then does the state lock drop, the committed
-//! length advance and every caller of the batch get its receipt. A storage
+//! same wait ([`Store::commit_anchored`]). Only then does the state lock
+//! drop, the committed length advance and every caller of the batch get its
+//! receipt. A storage
 //! error is fail-stop: the state is reloaded from what is durable and every
 //! later append is refused until the ledger is reopened.
 

@@ -217,6 +217,53 @@ fn given_appends_when_reopened_then_state_and_log_are_restored() {
 }
 
 #[test]
+fn given_an_acknowledged_append_only_the_anchor_holds_when_reopened_then_it_is_committed_again() {
+    // Given a tile-store log whose appends come one at a time (each is
+    // anchored with its commit, the anchor carrying the event), and whose
+    // last acknowledged append then lost its bundle bytes and commit
+    // record (a stop after the anchor's fdatasync, before the others'),
+    let dir = tempfile::tempdir().unwrap();
+    let log = create(dir.path());
+    let a = author(1);
+    for i in 0..20 {
+        log.append(set("x", &i.to_string(), &a)).unwrap();
+    }
+    let files = ["tiles/commits", "tiles/tile/entries/000.part"].map(|f| {
+        let path = dir.path().join(f);
+        let len = std::fs::metadata(&path).unwrap().len();
+        (path, len)
+    });
+    let last = set("y", "last", &a);
+    let receipt = log.append(last.clone()).unwrap();
+    log.close().unwrap();
+    drop(log);
+    for (path, len) in &files {
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.set_len(*len).unwrap();
+    }
+    // when the log reopens, then the append is there again, at its place,
+    // the log verifies against the anchor, and sending it again is a
+    // duplicate of that receipt.
+    let log = open(dir.path()).unwrap();
+    assert_eq!(log.len(), 21);
+    assert_eq!(
+        log.state().values.get("y").map(String::as_str),
+        Some("last")
+    );
+    let again = log.append(last).unwrap();
+    assert!(again.duplicate);
+    assert_eq!(
+        (again.seq, again.leaf_hash),
+        (receipt.seq, receipt.leaf_hash)
+    );
+    log.close().unwrap();
+    drop(log);
+    let report = verify(dir.path());
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    assert_eq!(report.anchor_size, Some(21));
+}
+
+#[test]
 fn given_a_refused_statement_when_appended_then_nothing_is_appended() {
     let dir = tempfile::tempdir().unwrap();
     let log = create(dir.path());

@@ -20,10 +20,10 @@
 //! * `one-at-a-time`: the same, each line fed only once the previous one's
 //!   receipt was printed: one event per commit, which the tile store
 //!   anchors in the same wait, the anchor carrying the event (FORMAT.md §9).
-//!   Every other trial of it cuts keep-some (below) whatever the mode: only
-//!   there can the anchor's write survive the cut without the others'. Each
-//!   scenario prints how many images opened by committing again a commit
-//!   only the anchor held.
+//!   Every other trial of it keeps the anchor's unsynced writes through the
+//!   cut and nothing else (the disk wrote that file first), so the anchor
+//!   can be ahead of the store. Each scenario prints how many images opened
+//!   by committing again a commit only the anchor held.
 //! * `large`: the same with payloads of 100 KB to 250 KB (the limit is 256
 //!   KiB). Printing hundreds of such events takes longer than the trial, so
 //!   every acknowledged seq must be below the tree size `replay` reports,
@@ -827,12 +827,14 @@ fn appends_survive_power_cut(scenario: &'static str, kind: Payloads) {
             }
         });
         std::thread::sleep(delay);
-        // One at a time, every other trial cuts keep-some whatever the
-        // mode: only there can the anchor's write survive without the
-        // bundle's and the commit log's (the anchor's fsync comes last).
-        let forced_keep_some = lockstep && index % 2 == 1;
-        let image = if forced_keep_some {
-            h.cut_power_keep_some_unsynced(rng.next())
+        // One at a time, every other trial keeps the anchor's unsynced
+        // writes (the disk wrote that file first, which it may), and
+        // nothing else: the anchor can then be ahead of the bundle and
+        // the commit log, which the strict cut never shows (the anchor's
+        // fsync is issued last).
+        let anchor_first = lockstep && index % 2 == 1;
+        let image = if anchor_first {
+            h.cut_power_keeping_unsynced_of("anchor")
         } else {
             cut(&h, rng)
         };
@@ -862,7 +864,11 @@ fn appends_survive_power_cut(scenario: &'static str, kind: Payloads) {
         trial.notes = format!(
             "cut {} ms after start{}{init_note}{}",
             delay.as_millis(),
-            if forced_keep_some { " (keep-some)" } else { "" },
+            if anchor_first {
+                " (the anchor's unsynced writes kept)"
+            } else {
+                ""
+            },
             errors
                 .first()
                 .map_or_else(String::new, |e| format!("; child reported {}", clip(e)))

@@ -125,6 +125,13 @@ impl Handle {
         self.model().freeze_keep_some(seed)
     }
 
+    /// Like [`Handle::cut_power`], but every unsynced write to the files
+    /// called `name` (in any directory) survives, and nothing else does: the
+    /// disk wrote those files first, which it may.
+    pub fn cut_power_keeping_unsynced_of(&self, name: &str) -> Image {
+        self.model().freeze_keeping(std::ffi::OsStr::new(name))
+    }
+
     /// The image a cut would leave now, without cutting.
     pub fn durable_image(&self) -> Image {
         self.model().durable_image()

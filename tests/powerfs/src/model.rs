@@ -201,23 +201,40 @@ struct OpenDir {
     entries: Vec<(Ino, FileType, OsString)>,
 }
 
-/// Chooses how many pending operations of one inode survive a cut.
+/// Chooses how many pending operations of one inode (reached under `name`)
+/// survive a cut.
 trait Survivors {
-    fn keep(&mut self, pending: usize) -> usize;
+    fn keep(&mut self, name: &OsStr, pending: usize) -> usize;
 }
 
 /// Nothing unsynced survives.
 struct KeepNone;
 impl Survivors for KeepNone {
-    fn keep(&mut self, _pending: usize) -> usize {
+    fn keep(&mut self, _name: &OsStr, _pending: usize) -> usize {
         0
+    }
+}
+
+/// Every unsynced operation of the files called `.0` survives, nothing
+/// else: as if the disk had written those files first.
+struct KeepNamed<'a>(&'a OsStr);
+impl Survivors for KeepNamed<'_> {
+    fn keep(&mut self, name: &OsStr, pending: usize) -> usize {
+        if name == self.0 { pending } else { 0 }
     }
 }
 
 /// A random prefix of each inode's unsynced operations survives.
 struct KeepRandomPrefix(u64);
 impl Survivors for KeepRandomPrefix {
-    fn keep(&mut self, pending: usize) -> usize {
+    fn keep(&mut self, _name: &OsStr, pending: usize) -> usize {
+        self.pick(pending)
+    }
+}
+
+impl KeepRandomPrefix {
+    /// A pseudo-random number in `0..=pending`.
+    fn pick(&mut self, pending: usize) -> usize {
         // xorshift64; the seed is forced odd so the state never sticks at 0.
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
@@ -758,6 +775,13 @@ impl Model {
         self.image_with(&mut KeepRandomPrefix(seed | 1))
     }
 
+    /// Like [`Model::freeze`], but every unsynced operation of the files
+    /// called `name` (in any directory) reached the disk anyway.
+    pub(crate) fn freeze_keeping(&mut self, name: &OsStr) -> Image {
+        self.frozen = true;
+        self.image_with(&mut KeepNamed(name))
+    }
+
     /// What a reboot would find if the power were cut now (nothing frozen).
     pub(crate) fn durable_image(&self) -> Image {
         self.image_with(&mut KeepNone)
@@ -767,13 +791,14 @@ impl Model {
         // One decision per inode, so an inode reached twice looks the same.
         let mut decided: HashMap<Ino, usize> = HashMap::new();
         let mut visited = HashSet::from([ROOT]);
-        let entries = self.image_dir(ROOT, keep, &mut decided, &mut visited);
+        let entries = self.image_dir(ROOT, OsStr::new(""), keep, &mut decided, &mut visited);
         Image::new(entries)
     }
 
     fn image_dir(
         &self,
         ino: Ino,
+        name: &OsStr,
         keep: &mut dyn Survivors,
         decided: &mut HashMap<Ino, usize>,
         visited: &mut HashSet<Ino>,
@@ -787,7 +812,7 @@ impl Model {
         };
         let k = *decided
             .entry(ino)
-            .or_insert_with(|| keep.keep(dir.pending.len()));
+            .or_insert_with(|| keep.keep(name, dir.pending.len()));
         let mut entries = dir.durable.clone();
         for op in &dir.pending[..k] {
             apply_dir_op(&mut entries, op);
@@ -802,7 +827,7 @@ impl Model {
                 Body::File(file) => {
                     let k = *decided
                         .entry(child)
-                        .or_insert_with(|| keep.keep(file.pending.len()));
+                        .or_insert_with(|| keep.keep(&name, file.pending.len()));
                     let mut data = file.durable.clone();
                     for op in &file.pending[..k] {
                         apply_file_op(&mut data, op);
@@ -813,7 +838,7 @@ impl Model {
                     // A directory reachable twice (a rename synced on both
                     // sides separately) is materialised once.
                     if visited.insert(child) {
-                        let entries = self.image_dir(child, keep, decided, visited);
+                        let entries = self.image_dir(child, &name, keep, decided, visited);
                         out.insert(name, Node::Dir { entries, mode });
                     }
                 }
@@ -1108,6 +1133,19 @@ mod tests {
     }
 
     #[test]
+    fn keeping_a_named_file_keeps_its_unsynced_writes_and_nothing_else() {
+        let mut m = Model::new(ME);
+        let a = ino(m.create_file(ROOT, n("anchor"), 0o644, ME).unwrap());
+        let b = ino(m.create_file(ROOT, n("commits"), 0o644, ME).unwrap());
+        m.sync_all();
+        write_all(&mut m, a, 0, b"slot");
+        write_all(&mut m, b, 0, b"record");
+        let img = m.freeze_keeping(n("anchor"));
+        assert_eq!(img.file("anchor"), Some(&b"slot"[..]));
+        assert_eq!(img.file("commits"), Some(&b""[..]));
+    }
+
+    #[test]
     fn sync_by_replaying_pending_matches_current() {
         let mut rng = KeepRandomPrefix(0x9e37_79b9_7f4a_7c15);
         for _ in 0..200 {
@@ -1115,14 +1153,14 @@ mod tests {
             let f = ino(m.create_file(ROOT, n("f"), 0o644, ME).unwrap());
             let fh = m.open(f, libc::O_RDWR).unwrap();
             for step in 0..30u8 {
-                match rng.keep(5) {
+                match rng.pick(5) {
                     0 | 1 => {
-                        let off = rng.keep(64) as u64;
-                        let len = rng.keep(16) + 1;
+                        let off = rng.pick(64) as u64;
+                        let len = rng.pick(16) + 1;
                         m.write(f, fh, off, &vec![step; len], false).unwrap();
                     }
                     2 => {
-                        let size = Some(rng.keep(80) as u64);
+                        let size = Some(rng.pick(80) as u64);
                         m.setattr(
                             f,
                             SetAttr {
@@ -1133,7 +1171,7 @@ mod tests {
                         .unwrap();
                     }
                     3 => {
-                        let (off, len) = (rng.keep(64) as u64, rng.keep(32) as u64 + 1);
+                        let (off, len) = (rng.pick(64) as u64, rng.pick(32) as u64 + 1);
                         m.fallocate(
                             f,
                             off,

@@ -79,3 +79,30 @@ pub fn report_ratio(what: &str, value: f64, unit: &str, baseline: &str, baseline
         value / baseline_value
     );
 }
+
+/// A `docket serve` in this process (on `rt`, 127.0.0.1, a free port) over a
+/// fresh ledger under `dir`, and a writer key registered through it under
+/// `writer`, for benches that send appends.
+pub fn serve_with_writer(
+    rt: &tokio::runtime::Runtime,
+    dir: &std::path::Path,
+    writer: &str,
+) -> (docket_cli::server::RunningServer, SigningKey) {
+    use docket_cli::server::{ServeOptions, spawn};
+    let listen = "127.0.0.1:0".parse().expect("addr");
+    let server = rt
+        .block_on(spawn(ServeOptions::new(dir.join("ledger"), listen)))
+        .expect("server");
+    let admin = docket_domain::keys::read_key_file(
+        &server.init.as_ref().expect("new ledger").admin_key_path,
+    )
+    .expect("admin key");
+    let key = rt
+        .block_on(docket_cli::server::bench_load::register_writer(
+            &server.url(),
+            &admin,
+            writer,
+        ))
+        .expect("writer");
+    (server, key)
+}

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use docket_benches::{report_ratio, signed_messages, verify_batch_rate};
-use docket_cli::server::{ServeOptions, convert, spawn};
-use docket_domain::{Statement, keys};
+use docket_cli::server::convert;
+use docket_domain::Statement;
 use docket_proto::v1 as pb;
 use docket_proto::v1::ledger_client::LedgerClient;
 use ed25519_dalek::SigningKey;
@@ -239,18 +239,8 @@ fn bench(c: &mut Criterion) {
         .build()
         .expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    let listen = "127.0.0.1:0".parse().expect("addr");
-    let server = rt
-        .block_on(spawn(ServeOptions::new(dir.path().join("ledger"), listen)))
-        .expect("server");
-    let admin = keys::read_key_file(&server.init.as_ref().expect("new ledger").admin_key_path)
-        .expect("admin key");
+    let (server, writer) = docket_benches::serve_with_writer(&rt, dir.path(), "bench");
     let url = server.url();
-    let writer = rt
-        .block_on(docket_cli::server::bench_load::register_writer(
-            &url, &admin, "bench",
-        ))
-        .expect("writer");
     let dur = Duration::from_secs_f64(secs());
     // Generous: enough statements that no client runs out before the clock.
     let budget =

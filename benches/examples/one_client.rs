@@ -18,8 +18,8 @@ use std::io::Write as _;
 use std::os::unix::fs::FileExt as _;
 use std::time::{Duration, Instant};
 
-use docket_cli::server::{ServeOptions, convert, spawn};
-use docket_domain::{Statement, keys};
+use docket_cli::server::convert;
+use docket_domain::Statement;
 use docket_proto::v1 as pb;
 use docket_proto::v1::ledger_client::LedgerClient;
 
@@ -45,20 +45,8 @@ fn main() {
         .build()
         .expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    let listen = "127.0.0.1:0".parse().expect("addr");
-    let server = rt
-        .block_on(spawn(ServeOptions::new(dir.path().join("ledger"), listen)))
-        .expect("server");
-    let admin = keys::read_key_file(&server.init.as_ref().expect("new ledger").admin_key_path)
-        .expect("admin key");
+    let (server, writer) = docket_benches::serve_with_writer(&rt, dir.path(), "one-client");
     let url = server.url();
-    let writer = rt
-        .block_on(docket_cli::server::bench_load::register_writer(
-            &url,
-            &admin,
-            "one-client",
-        ))
-        .expect("writer");
     let sign = |tag: &str, i: usize| {
         let payload = format!("{{\"run\":\"{tag}\",\"n\":{i}}}").into_bytes();
         Statement::sign("x-bench", payload, &writer)
@@ -82,23 +70,6 @@ fn main() {
             pure.push(t.elapsed());
         }
         report("gRPC health Check (no ledger at all)", pure);
-        let plain = tonic::transport::Endpoint::from_shared(url.clone())
-            .expect("url")
-            .tcp_nodelay(true)
-            .connect()
-            .await
-            .expect("connect");
-        let mut health2 = tonic_health::pb::health_client::HealthClient::new(plain);
-        let mut pure = Vec::with_capacity(n);
-        for _ in 0..n {
-            let t = Instant::now();
-            health2
-                .check(tonic_health::pb::HealthCheckRequest::default())
-                .await
-                .expect("health");
-            pure.push(t.elapsed());
-        }
-        report("gRPC health Check, no adaptive window", pure);
         let mut floor = Vec::with_capacity(n);
         for _ in 0..n {
             let t = Instant::now();

@@ -423,26 +423,33 @@ fn commit_files(dir: &Path, len: u64) -> [(std::path::PathBuf, Option<u64>); 2] 
     ]
 }
 
+/// A store holding `first`, then `anchored` committed with their anchor
+/// (each fits a slot), then a stop after the last anchor's fdatasync and
+/// before any of those commits' bundle or commit-log bytes were durable:
+/// the files are cut back to `first`.
+fn lose_anchored_commits(dir: &Path, first: &CommitBatch, anchored: &[&CommitBatch]) {
+    let store = create(dir);
+    store.commit(first).unwrap();
+    let before = commit_files(dir, first.events.len() as u64);
+    for batch in anchored {
+        assert!(store.commit_anchored(batch).unwrap());
+    }
+    drop(store);
+    for (path, len) in &before {
+        cut(path, *len);
+    }
+}
+
 #[test]
 fn an_anchor_ahead_of_the_store_by_more_than_its_own_commit_is_not_redone() {
     // Given two commits anchored with their events, of which the store
     // lost both (so the anchor's redo does not follow the store's end),
     let dir = tempfile::tempdir().unwrap();
-    let store = create(dir.path());
     let mut model = Model::new();
-    store.commit(&model.batch(10)).unwrap();
-    let before = commit_files(dir.path(), 10);
-    assert!(
-        store
-            .commit_anchored(&model.batch_of(3, small_event))
-            .unwrap()
-    );
+    let first = model.batch(10);
+    let lost = model.batch_of(3, small_event);
     let last = model.batch_of(2, small_event);
-    assert!(store.commit_anchored(&last).unwrap());
-    drop(store);
-    for (path, len) in &before {
-        cut(path, *len);
-    }
+    lose_anchored_commits(dir.path(), &first, &[&lost, &last]);
     // when the store opens, then it holds what survived and nothing more:
     // the anchor, still at 15, is for the ledger's check to report.
     let store = open(dir.path());
@@ -455,17 +462,11 @@ fn an_anchored_commit_whose_events_do_not_give_its_root_is_not_redone() {
     // Given a commit anchored with a checkpoint whose root is not its
     // events' root, lost by the store,
     let dir = tempfile::tempdir().unwrap();
-    let store = create(dir.path());
     let mut model = Model::new();
-    store.commit(&model.batch(4)).unwrap();
-    let before = commit_files(dir.path(), 4);
+    let first = model.batch(4);
     let mut batch = model.batch_of(2, small_event);
     batch.checkpoint = Some((6, note(6, [0x5a; 32])));
-    assert!(store.commit_anchored(&batch).unwrap());
-    drop(store);
-    for (path, len) in &before {
-        cut(path, *len);
-    }
+    lose_anchored_commits(dir.path(), &first, &[&batch]);
     // when the store opens, then it does not commit them again.
     let store = open(dir.path());
     assert_eq!(store.len().unwrap(), 4);
@@ -477,16 +478,10 @@ fn an_anchored_commit_the_store_lost_is_committed_again_from_the_anchor() {
     // stop came after the anchor's fdatasync, before the bundle's and the
     // commit log's),
     let dir = tempfile::tempdir().unwrap();
-    let store = create(dir.path());
     let mut model = Model::new();
-    store.commit(&model.batch(4)).unwrap();
-    let before = commit_files(dir.path(), 4);
+    let first = model.batch(4);
     let batch = model.batch_of(2, small_event);
-    assert!(store.commit_anchored(&batch).unwrap());
-    drop(store);
-    for (path, len) in &before {
-        cut(path, *len);
-    }
+    lose_anchored_commits(dir.path(), &first, &[&batch]);
     // when the store opens, then it holds them once, at their places, with
     // their statements and checkpoint, and so after another reopen.
     let store = open(dir.path());

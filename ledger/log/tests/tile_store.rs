@@ -269,12 +269,7 @@ proptest! {
                 Op::CommitAnchoredThenLoseIt(n) => {
                     let len = model.len();
                     let batch = model.batch(n);
-                    let commits = dir.path().join("tiles/commits");
-                    let part = dir
-                        .path()
-                        .join("tiles")
-                        .join(format!("{}.part", tiles::bundle_path(len / 256)));
-                    let before = (file_len(&commits), file_len(&part));
+                    let [commits, part] = commit_files(dir.path(), len);
                     let anchored = store.as_ref().unwrap().commit_anchored(&batch).unwrap();
                     prop_assert_eq!(anchored, fits_an_anchor(&batch));
                     drop(store.take());
@@ -284,12 +279,12 @@ proptest! {
                     } else if len / 256 == (len + n) / 256 {
                         // The bundle and the commit record never reached
                         // the disk; the anchor did.
-                        cut(&commits, before.0);
-                        cut(&part, before.1);
+                        cut(&commits.0, commits.1);
+                        cut(&part.0, part.1);
                     } else {
                         // The batch filled its bundle (renamed, synced
                         // before): only the commit record was lost.
-                        cut(&commits, before.0);
+                        cut(&commits.0, commits.1);
                     }
                     store = Some(open(dir.path()));
                 }

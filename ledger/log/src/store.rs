@@ -1272,6 +1272,39 @@ mod tests {
     }
 
     #[test]
+    fn an_older_anchor_written_late_is_skipped_so_a_torn_write_falls_back_to_the_newest_before_it()
+    {
+        // Given anchors of 40 then 43 (the store's, with its redo), and the
+        // publish stage's anchor of 41 arriving after them,
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = anchor_in(dir.path());
+        anchor.write(&note(40)).unwrap();
+        anchor
+            .write_slot(
+                Some(43),
+                &Anchor::slot_with_redo(&note(43), &redo()).unwrap(),
+            )
+            .unwrap();
+        anchor.write(&note(41)).unwrap();
+        // when the next anchor (44) is written and its write is torn,
+        anchor.write(&note(44)).unwrap();
+        drop(anchor);
+        let path = dir.path().join("anchor");
+        let mut bytes = fs::read(&path).unwrap();
+        let newest = (0..2)
+            .find(|i| {
+                Anchor::parse_slot(&bytes[i * Anchor::SLOT..(i + 1) * Anchor::SLOT])
+                    .is_some_and(|(n, _)| n == note(44))
+            })
+            .unwrap();
+        bytes[newest * Anchor::SLOT + 60] ^= 0xff;
+        fs::write(&path, &bytes).unwrap();
+        // then the anchor is 43, the newest before it, never 41 or 40.
+        let anchor = Anchor::open(&path).unwrap();
+        assert_eq!(anchor.read().unwrap(), Some(note(43)));
+    }
+
+    #[test]
     fn a_commit_too_large_for_a_slot_gets_no_redo_slot() {
         let mut big = redo();
         big.events.push(vec![1u8; Anchor::SLOT]);

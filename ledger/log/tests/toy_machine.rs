@@ -264,6 +264,49 @@ fn given_an_acknowledged_append_only_the_anchor_holds_when_reopened_then_it_is_c
 }
 
 #[test]
+fn given_small_and_large_appends_at_once_when_reopened_then_the_anchor_is_the_last_commit() {
+    // Given writers appending at once, some small (commits anchored with
+    // their events by the store) and some of 5 KB (too big for an anchor
+    // slot: anchored after the commit by the publish stage), so that both
+    // kinds of anchor write interleave,
+    let dir = tempfile::tempdir().unwrap();
+    let log = create(dir.path());
+    std::thread::scope(|s| {
+        for w in 0..6u8 {
+            let log = &log;
+            s.spawn(move || {
+                let a = author(10 + w);
+                for i in 0..60 {
+                    let value = if w % 3 == 0 {
+                        "v".repeat(5_000)
+                    } else {
+                        i.to_string()
+                    };
+                    log.append(set(&format!("w{w}-{i}"), &value, &a)).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(log.len(), 360);
+    log.close().unwrap();
+    drop(log);
+    // when the log reopens, then the anchor names its whole length and the
+    // log verifies against it.
+    let log = open(dir.path()).unwrap();
+    assert_eq!(log.len(), 360);
+    assert!(
+        log.open_report().warnings.is_empty(),
+        "{:?}",
+        log.open_report()
+    );
+    log.close().unwrap();
+    drop(log);
+    let report = verify(dir.path());
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    assert_eq!(report.anchor_size, Some(360));
+}
+
+#[test]
 fn given_a_refused_statement_when_appended_then_nothing_is_appended() {
     let dir = tempfile::tempdir().unwrap();
     let log = create(dir.path());

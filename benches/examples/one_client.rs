@@ -39,7 +39,8 @@ fn main() {
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
-        .unwrap_or(3000);
+        .unwrap_or(3000)
+        .max(1);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -748,10 +748,13 @@ impl AnchorRedo {
 
     /// Bytes [`AnchorRedo::encode`] writes.
     fn encoded_len(&self) -> usize {
-        8 + 4
-            + self.events.iter().map(|e| 4 + e.len()).sum::<usize>()
-            + 4
-            + 40 * self.statements.len()
+        Self::len_of(self.events.iter().map(Vec::len), self.statements.len())
+    }
+
+    /// Bytes the redo of events of these lengths and `statements` entries
+    /// takes.
+    fn len_of(event_lens: impl Iterator<Item = usize>, statements: usize) -> usize {
+        8 + 4 + event_lens.map(|n| 4 + n).sum::<usize>() + 4 + 40 * statements
     }
 
     fn decode(mut b: &[u8]) -> Option<Self> {
@@ -977,6 +980,19 @@ impl Anchor {
         Self::encode_slot(note, Some(redo))
     }
 
+    /// [`Anchor::slot_with_redo`] of `batch`'s redo, measured before any of
+    /// its bytes are copied (most group commits do not fit).
+    pub(crate) fn slot_with_redo_of(note: &str, batch: &CommitBatch) -> Option<Vec<u8>> {
+        let redo_len = AnchorRedo::len_of(
+            batch.events.iter().map(|(_, b)| b.len()),
+            batch.statements.len(),
+        );
+        if Self::HEADER + note.len() + redo_len > Self::SLOT {
+            return None;
+        }
+        Self::slot_with_redo(note, &AnchorRedo::of(batch))
+    }
+
     /// Writes a slot [`Anchor::slot_with_redo`] made (`pwrite`,
     /// `fdatasync`) for a checkpoint of tree size `size`. A size below the
     /// newest slot's is not written: the newer anchor covers it.
@@ -1174,6 +1190,19 @@ mod tests {
         )
     }
 
+    /// An anchor of size 40, then of 43 carrying [`redo`] (the other slot).
+    fn anchored_at_40_then_43(dir: &Path) -> Anchor {
+        let anchor = anchor_in(dir);
+        anchor.write(&note(40)).unwrap();
+        anchor
+            .write_slot(
+                Some(43),
+                &Anchor::slot_with_redo(&note(43), &redo()).unwrap(),
+            )
+            .unwrap();
+        anchor
+    }
+
     fn redo() -> AnchorRedo {
         AnchorRedo {
             first_seq: 41,
@@ -1250,14 +1279,7 @@ mod tests {
         // moves into the redo by changing only the two lengths,
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("anchor");
-        let anchor = anchor_in(dir.path());
-        anchor.write(&note(40)).unwrap();
-        anchor
-            .write_slot(
-                Some(43),
-                &Anchor::slot_with_redo(&note(43), &redo()).unwrap(),
-            )
-            .unwrap();
+        let anchor = anchored_at_40_then_43(dir.path());
         drop(anchor);
         let mut bytes = fs::read(&path).unwrap();
         let at = Anchor::SLOT;
@@ -1277,14 +1299,7 @@ mod tests {
         // Given anchors of 40 then 43 (the store's, with its redo), and the
         // publish stage's anchor of 41 arriving after them,
         let dir = tempfile::tempdir().unwrap();
-        let anchor = anchor_in(dir.path());
-        anchor.write(&note(40)).unwrap();
-        anchor
-            .write_slot(
-                Some(43),
-                &Anchor::slot_with_redo(&note(43), &redo()).unwrap(),
-            )
-            .unwrap();
+        let anchor = anchored_at_40_then_43(dir.path());
         anchor.write(&note(41)).unwrap();
         // when the next anchor (44) is written and its write is torn,
         anchor.write(&note(44)).unwrap();

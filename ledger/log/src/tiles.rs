@@ -48,9 +48,7 @@ use sha2::Digest as _;
 
 use crate::error::{LogError, Result};
 use crate::merkle::{self, Hash, MerkleError, NodeSource};
-use crate::store::{
-    Anchor, AnchorRedo, CommitBatch, Store, create_dir_durably, sync_dir, write_atomically,
-};
+use crate::store::{Anchor, CommitBatch, Store, create_dir_durably, sync_dir, write_atomically};
 
 /// Entries per entry bundle and hashes per hash tile (C2SP tlog-tiles).
 pub const TILE_WIDTH: u64 = 256;
@@ -1805,6 +1803,33 @@ impl TileStore {
 }
 
 impl TileStore {
+    /// [`Store::commit`], and with `anchor` [`Store::commit_anchored`]: the
+    /// anchor carries the batch when the two fit one slot (a few small
+    /// events: one client's appends). Returns whether it anchored. A failed
+    /// commit leaves the writer broken (the log above fails stop).
+    fn commit_with(&self, batch: &CommitBatch, anchor: bool) -> Result<bool> {
+        let mut guard = self.lock_writer()?;
+        if let Some(e) = self.derived.failure() {
+            guard.broken = true;
+            return Err(e);
+        }
+        let slot = match &batch.checkpoint {
+            Some((size, note))
+                if anchor
+                    && batch.events.first().map(|(seq, _)| *seq) == Some(guard.view.len)
+                    && guard.view.len.checked_add(batch.events.len() as u64) == Some(*size) =>
+            {
+                Anchor::slot_with_redo_of(note, batch)
+            }
+            _ => None,
+        };
+        let result = self.commit_locked(&mut guard, batch, slot.as_deref());
+        if result.is_err() {
+            guard.broken = true;
+        }
+        result.map(|()| slot.is_some())
+    }
+
     /// Commits `batch`; with `anchor_slot` (an anchor slot carrying this
     /// batch's redo) also writes the anchor, synced beside the bundle and
     /// the commit log.
@@ -2092,40 +2117,11 @@ impl NodeSource for TileStore {
 
 impl Store for TileStore {
     fn commit(&self, batch: &CommitBatch) -> Result<()> {
-        let mut guard = self.lock_writer()?;
-        if let Some(e) = self.derived.failure() {
-            guard.broken = true;
-            return Err(e);
-        }
-        let result = self.commit_locked(&mut guard, batch, None);
-        if result.is_err() {
-            guard.broken = true;
-        }
-        result
+        self.commit_with(batch, false).map(|_| ())
     }
 
     fn commit_anchored(&self, batch: &CommitBatch) -> Result<bool> {
-        // The anchor carries the batch when the two fit one slot (a few
-        // small events: one client's appends); else commit, then anchor.
-        let mut guard = self.lock_writer()?;
-        if let Some(e) = self.derived.failure() {
-            guard.broken = true;
-            return Err(e);
-        }
-        let slot = match &batch.checkpoint {
-            Some((size, note))
-                if batch.events.first().map(|(seq, _)| *seq) == Some(guard.view.len)
-                    && guard.view.len.checked_add(batch.events.len() as u64) == Some(*size) =>
-            {
-                Anchor::slot_with_redo(note, &AnchorRedo::of(batch))
-            }
-            _ => None,
-        };
-        let result = self.commit_locked(&mut guard, batch, slot.as_deref());
-        if result.is_err() {
-            guard.broken = true;
-        }
-        result.map(|()| slot.is_some())
+        self.commit_with(batch, true)
     }
 
     fn len(&self) -> Result<u64> {

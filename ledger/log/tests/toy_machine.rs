@@ -189,6 +189,16 @@ fn verify(dir: &Path) -> docket_log::verify::VerifyReport {
     report
 }
 
+/// Closes `log` and checks, with the one log verifier, that the ledger in
+/// `dir` has no findings and is anchored at `size`.
+fn close_and_verify(log: ToyLog, dir: &Path, size: u64) {
+    log.close().unwrap();
+    drop(log);
+    let report = verify(dir);
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    assert_eq!(report.anchor_size, Some(size));
+}
+
 #[test]
 fn given_appends_when_reopened_then_state_and_log_are_restored() {
     let dir = tempfile::tempdir().unwrap();
@@ -209,11 +219,7 @@ fn given_appends_when_reopened_then_state_and_log_are_restored() {
         "{:?}",
         log.open_report()
     );
-    log.close().unwrap();
-    drop(log);
-    let report = verify(dir.path());
-    assert!(report.findings.is_empty(), "{:?}", report.findings);
-    assert_eq!(report.anchor_size, Some(50));
+    close_and_verify(log, dir.path(), 50);
 }
 
 #[test]
@@ -256,11 +262,7 @@ fn given_an_acknowledged_append_only_the_anchor_holds_when_reopened_then_it_is_c
         (again.seq, again.leaf_hash),
         (receipt.seq, receipt.leaf_hash)
     );
-    log.close().unwrap();
-    drop(log);
-    let report = verify(dir.path());
-    assert!(report.findings.is_empty(), "{:?}", report.findings);
-    assert_eq!(report.anchor_size, Some(21));
+    close_and_verify(log, dir.path(), 21);
 }
 
 #[test]
@@ -299,11 +301,7 @@ fn given_small_and_large_appends_at_once_when_reopened_then_the_anchor_is_the_la
         "{:?}",
         log.open_report()
     );
-    log.close().unwrap();
-    drop(log);
-    let report = verify(dir.path());
-    assert!(report.findings.is_empty(), "{:?}", report.findings);
-    assert_eq!(report.anchor_size, Some(360));
+    close_and_verify(log, dir.path(), 360);
 }
 
 #[test]

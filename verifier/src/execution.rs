@@ -8,7 +8,7 @@
 //! trailing newline. See `docs/VERIFIER.md`.
 
 use crate::Violation;
-use crate::json::{Reader, parse_value};
+use crate::json::{Reader, parse_rfc3339, parse_value, typed};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::Digest;
@@ -55,12 +55,14 @@ pub enum ExecutionStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExecutionRecord {
     pub raw_command: String,
+    #[serde(deserialize_with = "crate::json::nullable")]
     pub exit_code: Option<i64>,
     pub stdout: String,
     pub stderr: String,
     pub started_at: String,
     pub finished_at: String,
     pub duration_seconds: f64,
+    #[serde(deserialize_with = "crate::json::string_enum")]
     pub status: ExecutionStatus,
     pub evidence_hash: String,
     #[serde(default)]
@@ -131,6 +133,15 @@ pub fn is_execution_record_name(name: &str) -> bool {
     name.ends_with(".execution.json")
         || (name.rsplit('/').next() == Some("evidence.json")
             && name.split('/').any(|c| c == "execution"))
+}
+
+/// `execution.truncation`: an output within the limit, and a truncated one
+/// keeping exactly the first 9,950 characters.
+fn output_is_whole_or_truncated(text: &str) -> bool {
+    let chars = text.chars().count();
+    chars <= TRUNCATION_LIMIT
+        && (!text.ends_with(TRUNCATION_MARKER)
+            || chars == TRUNCATION_KEEP + TRUNCATION_MARKER.chars().count())
 }
 
 impl ExecutionRecord {
@@ -226,6 +237,44 @@ impl ExecutionRecord {
     /// - `execution.timestamps` (RFC 3339, `started_at <= finished_at`, `duration_seconds`
     ///   matches within 1 s).
     pub fn parse(bytes: &[u8]) -> Result<ExecutionRecord, Vec<Violation>> {
+        match typed::<ExecutionRecord>(bytes) {
+            Some(record) if record.follows_the_rules() => Ok(record),
+            _ => Self::parse_checked(bytes),
+        }
+    }
+
+    /// The rules [`ExecutionRecord::parse_checked`] checks on the `Value`
+    /// tree, on a record serde read: true when none is broken.
+    fn follows_the_rules(&self) -> bool {
+        let (Some(started), Some(finished)) = (
+            parse_rfc3339(&self.started_at),
+            parse_rfc3339(&self.finished_at),
+        ) else {
+            return false;
+        };
+        let d = self.duration_seconds;
+        let timing = d.is_finite()
+            && d >= 0.0
+            && finished >= started
+            && ((finished - started).as_seconds_f64() - d).abs() <= DURATION_TOLERANCE_SECONDS;
+        let status = match (self.status, self.exit_code) {
+            (ExecutionStatus::Success, Some(0)) => true,
+            (ExecutionStatus::Failure, Some(c)) => c != 0,
+            (ExecutionStatus::NoEvidence, _) => !self.stderr.trim().is_empty(),
+            _ => false,
+        };
+        timing
+            && status
+            && output_is_whole_or_truncated(&self.stdout)
+            && output_is_whole_or_truncated(&self.stderr)
+            && self
+                .evidence_hash
+                .eq_ignore_ascii_case(&self.recompute_evidence_hash())
+    }
+
+    /// [`ExecutionRecord::parse`] through a `Value` tree: every violation,
+    /// named with its JSON pointer.
+    pub(crate) fn parse_checked(bytes: &[u8]) -> Result<ExecutionRecord, Vec<Violation>> {
         let value = parse_value("execution", bytes)?;
         let mut r = Reader::new("execution");
         let Some(root) = r.root(&value) else {
@@ -595,5 +644,61 @@ mod tests {
         r.stderr = "ExecutionGateway is unavailable".into();
         r.evidence_hash = r.recompute_evidence_hash();
         assert!(ExecutionRecord::parse(&record_json(&r)).is_ok());
+    }
+
+    /// The typed reader never accepts what the checked one refuses, and
+    /// reads the same record when both accept.
+    #[test]
+    fn the_typed_reader_answers_like_the_checked_one() {
+        let ok = ExecutionRecord::from_execution(
+            "echo hi",
+            0,
+            "hi\n",
+            "",
+            "2026-02-09T14:30:00Z",
+            "2026-02-09T14:30:01Z",
+            1.0,
+        );
+        let failed = ExecutionRecord::from_execution(
+            "false",
+            1,
+            &"x".repeat(TRUNCATION_LIMIT + 5),
+            "boom",
+            "2026-02-09T14:30:00Z",
+            "2026-02-09T14:30:02.5Z",
+            2.5,
+        );
+        let mut none = ok.clone();
+        none.status = ExecutionStatus::NoEvidence;
+        none.exit_code = None;
+        none.stderr = "NO_EVIDENCE: gateway down\n".into();
+        none.artifacts = vec!["evidence/run.log".into()];
+        none.evidence_hash = none.recompute_evidence_hash().to_ascii_uppercase();
+        let extra = [
+            "SUCCESS",
+            "FAILURE",
+            "NO_EVIDENCE",
+            "2026-02-09T14:30:00Z",
+            "2026-02-09T14:30:09Z",
+            "c15aad7a85d90d3cb293860ca236346f02714ce85ba7ae7568761256ef724bb6",
+        ];
+        let mut valid = 0;
+        for record in [ok, failed, none] {
+            let good = serde_json::to_string(&record).unwrap();
+            assert!(
+                typed::<ExecutionRecord>(good.as_bytes()).is_some_and(|r| r.follows_the_rules())
+            );
+            for doc in crate::json::damaged_copies(&good, &extra) {
+                let checked = ExecutionRecord::parse_checked(&doc);
+                assert_eq!(
+                    ExecutionRecord::parse(&doc),
+                    checked,
+                    "{}",
+                    String::from_utf8_lossy(&doc)
+                );
+                valid += usize::from(checked.is_ok());
+            }
+        }
+        assert!(valid > 20, "only {valid} damaged copies were valid");
     }
 }

@@ -196,3 +196,260 @@ pub(crate) fn kind(value: &Value) -> &'static str {
         Value::Object(_) => "an object",
     }
 }
+
+// ---------------------------------------------------------------- typed reads
+//
+// Each document has two readers: the checked one above (a `Value` tree,
+// every violation named with its JSON pointer) and a typed one (serde
+// straight from the bytes into the document's struct, then its rules as
+// plain tests). The typed read answers only when it finds nothing wrong;
+// anything it refuses goes to the checked reader, which decides. So the
+// typed read must never accept what the checked one refuses: serde's
+// derives are looser in two places, closed by the helpers below (a struct
+// also reads from a JSON array of its fields in order; a unit enum also
+// reads from `{"VARIANT": null}`). Each document's tests pin the two
+// readers to the same answer over a corpus of damaged documents.
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use std::fmt;
+use std::marker::PhantomData;
+
+/// Reads `bytes` as `T` straight from JSON, only when it is a JSON object
+/// (a struct would also read from an array).
+pub(crate) fn typed<T: de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    let first = bytes
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
+    if *first != b'{' {
+        return None;
+    }
+    serde_json::from_slice(bytes).ok()
+}
+
+struct ObjectVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::deserialize(de::value::MapAccessDeserializer::new(map))
+    }
+}
+
+/// `deserialize_with` for a struct field: only a JSON object.
+pub(crate) fn object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
+    d.deserialize_map(ObjectVisitor(PhantomData))
+}
+
+struct StringVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for StringVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON string")
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<T, E> {
+        T::deserialize(de::value::StrDeserializer::<E>::new(s))
+    }
+}
+
+/// `deserialize_with` for a unit enum field: only a JSON string.
+pub(crate) fn string_enum<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<T, D::Error> {
+    d.deserialize_str(StringVisitor(PhantomData))
+}
+
+struct OptionVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for OptionVisitor<T> {
+    type Value = Option<T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("null or a JSON string")
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
+        string_enum(d).map(Some)
+    }
+}
+
+/// `deserialize_with` for an optional unit enum field (with
+/// `#[serde(default)]`): `null` or a JSON string.
+pub(crate) fn option_string_enum<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    d.deserialize_option(OptionVisitor(PhantomData))
+}
+
+struct OptionObjectVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for OptionObjectVisitor<T> {
+    type Value = Option<T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("null or a JSON object")
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
+        object(d).map(Some)
+    }
+}
+
+/// `deserialize_with` for an optional struct field (with
+/// `#[serde(default)]`): `null` or a JSON object.
+pub(crate) fn option_object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    d.deserialize_option(OptionObjectVisitor(PhantomData))
+}
+
+/// `deserialize_with` for a field that must be present but may be `null`
+/// (serde's derive would read a missing `Option` field as `None`).
+pub(crate) fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    Option::<T>::deserialize(d)
+}
+
+/// The checks' allowance for a timestamp: an RFC 3339 string.
+pub(crate) fn is_rfc3339(s: &str) -> bool {
+    parse_rfc3339(s).is_some()
+}
+
+/// Damaged copies of a good document, for tests pinning the typed reader to
+/// the checked one: every value at every depth removed, replaced by each of
+/// a pool of JSON values (the `extra` strings too) and by the array form of
+/// an object; every object with a key repeated; the whole document as an
+/// array.
+#[cfg(test)]
+pub(crate) fn damaged_copies(good: &str, extra: &[&str]) -> Vec<Vec<u8>> {
+    use serde_json::json;
+    let root: Value = serde_json::from_str(good).expect("a good document");
+    let mut pool = vec![
+        json!(null),
+        json!(true),
+        json!(false),
+        json!(0),
+        json!(1),
+        json!(-1),
+        json!(1.5),
+        json!(u64::MAX),
+        json!(""),
+        json!(" "),
+        json!("x"),
+        json!("2026-11-25T04:00:00Z"),
+        json!([]),
+        json!(["x"]),
+        json!([" "]),
+        json!([1]),
+        json!({}),
+        json!({"x": 1}),
+        json!({"x": "y"}),
+        json!({"PASS": null}),
+    ];
+    pool.extend(extra.iter().map(|s| json!(s)));
+    let mut out = Vec::new();
+    let mut paths = Vec::new();
+    collect_paths(&root, &mut Vec::new(), &mut paths);
+    for path in &paths {
+        let mut removed = root.clone();
+        if remove_at(&mut removed, path) {
+            out.push(serde_json::to_vec(&removed).expect("json"));
+        }
+        let here = value_at(&root, path);
+        let mut replacements = pool.clone();
+        if let Some(Value::Object(map)) = here {
+            replacements.push(Value::Array(map.values().cloned().collect()));
+        }
+        for with in replacements {
+            let mut copy = root.clone();
+            *value_at_mut(&mut copy, path) = with;
+            out.push(serde_json::to_vec(&copy).expect("json"));
+        }
+        if let Some(Value::Object(map)) = here
+            && let Some((key, value)) = map.iter().next()
+        {
+            let text = serde_json::to_string(&root).expect("json");
+            let object = serde_json::to_string(here.expect("present")).expect("json");
+            let repeated = format!(
+                "{}, {}: {}}}",
+                &object[..object.len() - 1],
+                serde_json::to_string(key).expect("json"),
+                serde_json::to_string(value).expect("json")
+            );
+            if object.len() > 2 {
+                out.push(text.replacen(&object, &repeated, 1).into_bytes());
+            }
+        }
+    }
+    if let Value::Object(map) = &root {
+        out.push(serde_json::to_vec(&Value::Array(map.values().cloned().collect())).expect("json"));
+    }
+    out
+}
+
+#[cfg(test)]
+fn collect_paths(value: &Value, at: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    out.push(at.clone());
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                at.push(k.clone());
+                collect_paths(v, at, out);
+                at.pop();
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                at.push(i.to_string());
+                collect_paths(v, at, out);
+                at.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+fn value_at<'v>(value: &'v Value, path: &[String]) -> Option<&'v Value> {
+    path.iter().try_fold(value, |v, k| match v {
+        Value::Object(map) => map.get(k),
+        Value::Array(items) => items.get(k.parse::<usize>().ok()?),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+fn value_at_mut<'v>(value: &'v mut Value, path: &[String]) -> &'v mut Value {
+    path.iter().fold(value, |v, k| match v {
+        Value::Object(map) => map.get_mut(k).expect("a collected path"),
+        Value::Array(items) => &mut items[k.parse::<usize>().expect("an index")],
+        _ => unreachable!("a collected path"),
+    })
+}
+
+#[cfg(test)]
+fn remove_at(value: &mut Value, path: &[String]) -> bool {
+    let Some((last, parent)) = path.split_last() else {
+        return false;
+    };
+    match value_at_mut(value, parent) {
+        Value::Object(map) => map.remove(last).is_some(),
+        Value::Array(items) => {
+            items.remove(last.parse::<usize>().expect("an index"));
+            true
+        }
+        _ => false,
+    }
+}

@@ -2,7 +2,7 @@
 
 use crate::ReasonCode;
 use crate::Violation;
-use crate::json::{Reader, parse_value};
+use crate::json::{Reader, parse_value, typed};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -56,12 +56,15 @@ impl SubmitArtifacts {
 pub struct Submission {
     pub schema_version: String,
     pub task_id: String,
+    #[serde(deserialize_with = "crate::json::string_enum")]
     pub status: SubmitStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason_code: Option<String>,
     pub changed_files: Vec<String>,
     pub new_files: Vec<String>,
+    #[serde(deserialize_with = "crate::json::object")]
     pub tests: TestsOutcome,
+    #[serde(deserialize_with = "crate::json::object")]
     pub artifacts: SubmitArtifacts,
     pub exit_code: i64,
     pub needs_input: Vec<String>,
@@ -83,6 +86,45 @@ impl Submission {
     /// Rules that need the contract or the artifacts (task id, pins, artifact
     /// existence, diff scope) are checked by [`crate::engine::evaluate`].
     pub fn parse(bytes: &[u8]) -> Result<Submission, Vec<Violation>> {
+        match typed::<Submission>(bytes) {
+            Some(submission) if submission.follows_the_rules() => Ok(submission),
+            _ => Self::parse_checked(bytes),
+        }
+    }
+
+    /// The rules [`Submission::parse_checked`] checks on the `Value` tree,
+    /// on a submission serde read: true when none is broken.
+    fn follows_the_rules(&self) -> bool {
+        let filled = |s: &str| !s.trim().is_empty();
+        let reason_known = self
+            .reason_code
+            .as_deref()
+            .is_none_or(|c| c.parse::<ReasonCode>().is_ok());
+        let artifacts = self
+            .artifacts
+            .entries()
+            .iter()
+            .all(|(_, path, _)| filled(path));
+        let done_exit = self.status != SubmitStatus::Done || self.exit_code == 0;
+        let tests_failed = self.tests.passed
+            || (self.status == SubmitStatus::Failed
+                && self.reason_code.as_deref() == Some("CI_FAILED"));
+        let commands = self.tests.commands.iter().all(|c| filled(c));
+        let needs_input =
+            self.status != SubmitStatus::NeedInput || self.needs_input.iter().any(|q| filled(q));
+        self.schema_version == SUBMIT_SCHEMA_VERSION
+            && filled(&self.task_id)
+            && reason_known
+            && artifacts
+            && done_exit
+            && tests_failed
+            && commands
+            && needs_input
+    }
+
+    /// [`Submission::parse`] through a `Value` tree: every violation, named
+    /// with its JSON pointer.
+    pub(crate) fn parse_checked(bytes: &[u8]) -> Result<Submission, Vec<Violation>> {
         let value = parse_value("submit", bytes)?;
         let mut r = Reader::new("submit");
         let Some(root) = r.root(&value) else {
@@ -324,5 +366,42 @@ mod tests {
         let need = GOOD.replace("\"DONE\"", "\"NEED_INPUT\"");
         let v = Submission::parse(need.as_bytes()).unwrap_err();
         assert_eq!(v[0].rule, "submit.needs_input");
+    }
+
+    /// The typed reader never accepts what the checked one refuses, and
+    /// reads the same submission when both accept.
+    #[test]
+    fn the_typed_reader_answers_like_the_checked_one() {
+        let extra = [
+            "scc.submit.v1",
+            "scc.submit.v2",
+            "DONE",
+            "NEED_INPUT",
+            "FAILED",
+            "CI_FAILED",
+            "NOPE",
+        ];
+        let failed = GOOD
+            .replace("\"passed\": true", "\"passed\": false")
+            .replace("\"DONE\"", "\"FAILED\", \"reason_code\": \"CI_FAILED\"")
+            .replace("\"exit_code\": 0", "\"exit_code\": 1");
+        let need = GOOD
+            .replace("\"DONE\"", "\"NEED_INPUT\"")
+            .replace("\"needs_input\": []", "\"needs_input\": [\"which file?\"]");
+        let mut valid = 0;
+        for good in [GOOD, failed.as_str(), need.as_str()] {
+            assert!(typed::<Submission>(good.as_bytes()).is_some_and(|s| s.follows_the_rules()));
+            for doc in crate::json::damaged_copies(good, &extra) {
+                let checked = Submission::parse_checked(&doc);
+                assert_eq!(
+                    Submission::parse(&doc),
+                    checked,
+                    "{}",
+                    String::from_utf8_lossy(&doc)
+                );
+                valid += usize::from(checked.is_ok());
+            }
+        }
+        assert!(valid > 20, "only {valid} damaged copies were valid");
     }
 }

@@ -1,7 +1,7 @@
 //! The task contract: seed 000 §1 "Task Input Schema" plus Docket's
 //! `acceptance` section and `retention_class` (DESIGN "Vocabulary").
 
-use crate::json::{Reader, parse_value, pointer};
+use crate::json::{Reader, is_rfc3339, parse_value, pointer, typed};
 use crate::scope::Scope;
 use crate::{EvidenceType, Violation};
 use serde::{Deserialize, Serialize};
@@ -25,10 +25,20 @@ pub struct TaskContext {
     pub history: Value,
 }
 
+/// `required_evidence`: the seed names as JSON strings (serde's derive
+/// would also read `{"patch.diff": null}`).
+fn evidence_types<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<EvidenceType>, D::Error> {
+    let names = Vec::<String>::deserialize(d)?;
+    names
+        .iter()
+        .map(|n| n.parse().map_err(serde::de::Error::custom))
+        .collect()
+}
+
 /// What a verdict on this task must check.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Acceptance {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "evidence_types")]
     pub required_evidence: Vec<EvidenceType>,
     #[serde(default)]
     pub required_checks: Vec<String>,
@@ -57,14 +67,23 @@ pub struct TaskContract {
     pub task_id: uuid::Uuid,
     pub goal: String,
     pub role: String,
+    #[serde(deserialize_with = "crate::json::object")]
     pub pins: Pins,
     #[serde(default)]
     pub files: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::json::option_object"
+    )]
     pub context: Option<TaskContext>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json::object")]
     pub acceptance: Acceptance,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::json::option_string_enum"
+    )]
     pub retention_class: Option<RetentionClass>,
     /// Docket's verdict deadline (RFC 3339): when it passes with no verdict,
     /// the ledger records FAIL `verdict_missing` (seed 001 fail-closed rule).
@@ -86,6 +105,39 @@ impl TaskContract {
     /// - `task.context.object`, `task.acceptance.*`, `task.retention_class`;
     /// - `task.verdict_deadline` (an RFC 3339 timestamp, when present).
     pub fn parse(bytes: &[u8]) -> Result<TaskContract, Vec<Violation>> {
+        match typed::<TaskContract>(bytes) {
+            Some(contract) if contract.follows_the_rules() => Ok(contract),
+            _ => Self::parse_checked(bytes),
+        }
+    }
+
+    /// The rules [`TaskContract::parse_checked`] checks on the `Value`
+    /// tree, on a contract serde read: true when none is broken.
+    fn follows_the_rules(&self) -> bool {
+        let filled = |s: &str| !s.trim().is_empty();
+        let pins = &self.pins;
+        let disjoint = !pins.forbidden_paths.iter().any(|f| {
+            let f = normal_pin(f);
+            pins.allowed_paths.iter().any(|a| normal_pin(a) == f)
+        });
+        let in_scope = || match self.scope() {
+            Ok(scope) => self.files.iter().all(|f| scope.decide(f).is_allowed()),
+            Err(_) => false,
+        };
+        let acceptance = &self.acceptance;
+        filled(&self.goal)
+            && filled(&self.role)
+            && !pins.allowed_paths.is_empty()
+            && disjoint
+            && acceptance.required_checks.iter().all(|c| filled(c))
+            && acceptance.required_test_commands.iter().all(|c| filled(c))
+            && self.verdict_deadline.as_deref().is_none_or(is_rfc3339)
+            && in_scope()
+    }
+
+    /// [`TaskContract::parse`] through a `Value` tree: every violation,
+    /// named with its JSON pointer.
+    pub(crate) fn parse_checked(bytes: &[u8]) -> Result<TaskContract, Vec<Violation>> {
         let value = parse_value("task", bytes)?;
         let mut r = Reader::new("task");
         let Some(root) = r.root(&value) else {
@@ -137,13 +189,7 @@ impl TaskContract {
                 }
                 if let (Some(a), Some(f)) = (&allowed, &forbidden) {
                     for (i, path) in f.iter().enumerate() {
-                        let normal = |p: &str| {
-                            p.trim()
-                                .trim_start_matches("./")
-                                .trim_end_matches('/')
-                                .to_owned()
-                        };
-                        if a.iter().any(|x| normal(x) == normal(path)) {
+                        if a.iter().any(|x| normal_pin(x) == normal_pin(path)) {
                             r.violate(
                                 "task.pins.disjoint",
                                 format!("/pins/forbidden_paths/{i}"),
@@ -275,6 +321,12 @@ impl TaskContract {
     pub fn scope(&self) -> Result<Scope, Vec<Violation>> {
         Scope::new(&self.pins.allowed_paths, &self.pins.forbidden_paths)
     }
+}
+
+/// A pin as `task.pins.disjoint` compares it: trimmed, without a leading
+/// `./` or trailing `/`.
+fn normal_pin(pin: &str) -> &str {
+    pin.trim().trim_start_matches("./").trim_end_matches('/')
 }
 
 fn read_acceptance(r: &mut Reader, v: &Value) -> Option<Acceptance> {
@@ -410,5 +462,54 @@ mod tests {
         let v = TaskContract::parse(b"{\n\"task_id\": \n}").unwrap_err();
         assert_eq!(v[0].rule, "task.json_syntax");
         assert_eq!(v[0].line, Some(3));
+    }
+
+    /// The typed reader never accepts what the checked one refuses, and
+    /// reads the same contract when both accept.
+    #[test]
+    fn the_typed_reader_answers_like_the_checked_one() {
+        let extra = [
+            "{72c84e9c-0975-4c1a-b9a5-864c2725dc8a}",
+            "urn:uuid:72c84e9c-0975-4c1a-b9a5-864c2725dc8a",
+            "72c84e9c09754c1ab9a5864c2725dc8a",
+            "72C84E9C-0975-4C1A-B9A5-864C2725DC8A",
+            "docs/prompt_os/io/",
+            "./docs/prompt_os/io",
+            "docs/**/*.md",
+            "docs/[",
+            "../x",
+            "/abs",
+            "src/a.rs",
+            "patch.diff",
+            "routine",
+            "high_impact",
+            "pinned",
+            "Pinned",
+            "2026-11-25T04:00:00+01:00",
+        ];
+        let gated = GOOD
+            .replace(
+                "\"required_test_commands\": [\"cargo test\"]",
+                "\"required_test_commands\": [\"cargo test\"], \"require_gateway_execution\": true",
+            )
+            .replace(
+                "\"retention_class\": \"high_impact\"",
+                "\"retention_class\": \"pinned\", \"verdict_deadline\": \"2026-12-01T00:00:00Z\"",
+            );
+        let mut valid = 0;
+        for good in [GOOD, gated.as_str()] {
+            assert!(typed::<TaskContract>(good.as_bytes()).is_some_and(|t| t.follows_the_rules()));
+            for doc in crate::json::damaged_copies(good, &extra) {
+                let checked = TaskContract::parse_checked(&doc);
+                assert_eq!(
+                    TaskContract::parse(&doc),
+                    checked,
+                    "{}",
+                    String::from_utf8_lossy(&doc)
+                );
+                valid += usize::from(checked.is_ok());
+            }
+        }
+        assert!(valid > 20, "only {valid} damaged copies were valid");
     }
 }

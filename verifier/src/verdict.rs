@@ -5,7 +5,7 @@ use crate::Violation;
 use crate::catalogue::{
     FailClass, ReasonCode, VerifierFailClass, fail_class_for, verifier_fail_class_for,
 };
-use crate::json::{Reader, parse_rfc3339, parse_value, pointer};
+use crate::json::{Reader, is_rfc3339, parse_rfc3339, parse_value, pointer, typed};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -51,6 +51,20 @@ pub struct Links {
     pub evidence_dir: Option<String>,
 }
 
+/// `links` in a verdict: a JSON object whose values are strings or
+/// `null` (the checked reader's rule; keys it does not know are kept out).
+fn links_object<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Links, D::Error> {
+    let map: BTreeMap<String, Option<String>> = crate::json::object(d)?;
+    let take = |key: &str| map.get(key).cloned().flatten();
+    Ok(Links {
+        submit_json: take("submit_json"),
+        report_md: take("report_md"),
+        selftest_log: take("selftest_log"),
+        patch_diff: take("patch_diff"),
+        evidence_dir: take("evidence_dir"),
+    })
+}
+
 /// One failed rule: which check it fails, the rule id, the reason code it
 /// implies, and where (file, line).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -85,17 +99,27 @@ impl Finding {
 pub struct Verdict {
     pub schema_version: String,
     pub task_id: String,
+    #[serde(deserialize_with = "crate::json::string_enum")]
     pub verdict: Outcome,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::json::option_string_enum"
+    )]
     pub reason_code: Option<ReasonCode>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::json::option_string_enum"
+    )]
     pub fail_class: Option<FailClass>,
     pub messages: Vec<String>,
     /// Check name → passed. Always holds the four seed checks, plus one entry
     /// per evidence rule group the verifier ran.
     pub checks: BTreeMap<String, bool>,
+    #[serde(deserialize_with = "crate::json::object")]
     pub timestamps: Timestamps,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "links_object")]
     pub links: Links,
     /// Evidence OIDs (filled by the ledger; empty from the offline engine).
     #[serde(default)]
@@ -154,6 +178,45 @@ impl Verdict {
     /// - `verdict.follows_from_checks` (FAIL needs at least one failed check);
     /// - `verdict.timestamps` (RFC 3339).
     pub fn parse(bytes: &[u8]) -> Result<Verdict, Vec<Violation>> {
+        match typed::<Verdict>(bytes) {
+            Some(verdict) if verdict.follows_the_rules() => Ok(verdict),
+            _ => Self::parse_checked(bytes),
+        }
+    }
+
+    /// The rules [`Verdict::parse_checked`] checks on the `Value` tree, on
+    /// a verdict serde read: true when none is broken.
+    fn follows_the_rules(&self) -> bool {
+        let has_seed_checks = SEED_CHECKS.iter().all(|c| self.checks.contains_key(*c));
+        let timestamps = is_rfc3339(&self.timestamps.evaluated_at)
+            && self
+                .timestamps
+                .submitted_at
+                .as_deref()
+                .is_none_or(is_rfc3339);
+        let outcome = match self.verdict {
+            Outcome::Pass => {
+                !self.checks.is_empty()
+                    && self.checks.values().all(|ok| *ok)
+                    && self.reason_code.is_none()
+                    && self.fail_class.is_none()
+            }
+            Outcome::Fail => {
+                self.reason_code.is_some()
+                    && self.fail_class.is_some()
+                    && self.checks.values().any(|ok| !*ok)
+            }
+        };
+        self.schema_version == VERDICT_SCHEMA_VERSION
+            && !self.task_id.trim().is_empty()
+            && has_seed_checks
+            && timestamps
+            && outcome
+    }
+
+    /// [`Verdict::parse`] through a `Value` tree: every violation, named
+    /// with its JSON pointer.
+    pub(crate) fn parse_checked(bytes: &[u8]) -> Result<Verdict, Vec<Violation>> {
         let value = parse_value("verdict", bytes)?;
         let mut r = Reader::new("verdict");
         let Some(root) = r.root(&value) else {
@@ -578,6 +641,49 @@ mod tests {
         assert_eq!(
             VerifierOutput::missing("2026-02-09T14:30:00Z".into()).fail_class,
             Some(VerifierFailClass::VerdictMissing)
+        );
+    }
+
+    const FULL_PASS: &str = r#"{"schema_version":"scc.verdict.v1","task_id":"72c84e9c-0975-4c1a-b9a5-864c2725dc8a","verdict":"PASS","messages":["ok"],"checks":{"schema_valid":true,"scope_valid":true,"tests_passed":true,"evidence_present":true,"lint":true},"timestamps":{"submitted_at":"2026-02-09T14:29:00Z","evaluated_at":"2026-02-09T14:30:00Z"},"links":{"submit_json":"submit.json","report_md":null,"custom":"x"},"evidence_oids":["01J0000000000000000000000A"],"evidence_digests":{"patch.diff":"ab"},"findings":[],"engine_note":{"n":1}}"#;
+    const FULL_FAIL: &str = r#"{"schema_version":"scc.verdict.v1","task_id":"t-1","verdict":"FAIL","reason_code":"SCOPE_CONFLICT","fail_class":"scope_violation","messages":["m"],"checks":{"schema_valid":true,"scope_valid":false,"tests_passed":true,"evidence_present":true},"timestamps":{"evaluated_at":"2026-02-09T14:30:00+00:00"},"links":{},"findings":[{"check":"scope_valid","rule":"scope.forbidden","reason_code":"SCOPE_CONFLICT","file":"a.rs","line":3,"message":"no"}]}"#;
+
+    /// The typed reader never accepts what the checked one refuses, and
+    /// reads the same verdict when both accept.
+    #[test]
+    fn the_typed_reader_answers_like_the_checked_one() {
+        let extra = [
+            "PASS",
+            "FAIL",
+            "scc.verdict.v1",
+            "scc.verdict.v2",
+            "SCOPE_CONFLICT",
+            "CI_FAILED",
+            "scope_violation",
+            "timeout",
+            "NOPE",
+        ];
+        let mut typed_answers = 0;
+        for good in [FULL_PASS, FULL_FAIL] {
+            let read = serde_json::from_slice::<Verdict>(good.as_bytes());
+            assert!(
+                read.as_ref().is_ok_and(Verdict::follows_the_rules),
+                "{read:?} {:?}",
+                Verdict::parse_checked(good.as_bytes())
+            );
+            for doc in crate::json::damaged_copies(good, &extra) {
+                let checked = Verdict::parse_checked(&doc);
+                assert_eq!(
+                    Verdict::parse(&doc),
+                    checked,
+                    "{}",
+                    String::from_utf8_lossy(&doc)
+                );
+                typed_answers += usize::from(checked.is_ok());
+            }
+        }
+        assert!(
+            typed_answers > 20,
+            "only {typed_answers} damaged copies were valid"
         );
     }
 }

@@ -327,15 +327,51 @@ pub(crate) fn is_rfc3339(s: &str) -> bool {
     parse_rfc3339(s).is_some()
 }
 
-/// Damaged copies of a good document, for tests pinning the typed reader to
-/// the checked one: every value at every depth removed, replaced by each of
-/// a pool of JSON values (the `extra` strings too) and by the array form of
-/// an object; every object with a key repeated; the whole document as an
-/// array.
+/// One damage to a document: a value removed, or replaced.
 #[cfg(test)]
-pub(crate) fn damaged_copies(good: &str, extra: &[&str]) -> Vec<Vec<u8>> {
+#[derive(Debug, Clone)]
+enum Damage {
+    Remove(Vec<String>),
+    Set(Vec<String>, Value),
+}
+
+#[cfg(test)]
+impl Damage {
+    /// Applies this damage to `root` when its path is still there.
+    fn apply(&self, root: &mut Value) {
+        match self {
+            Damage::Remove(path) => {
+                if let Some((last, parent)) = path.split_last() {
+                    match value_at_mut(root, parent) {
+                        Some(Value::Object(map)) => {
+                            map.remove(last);
+                        }
+                        Some(Value::Array(items)) => {
+                            if let Ok(i) = last.parse::<usize>()
+                                && i < items.len()
+                            {
+                                items.remove(i);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Damage::Set(path, with) => {
+                if let Some(v) = value_at_mut(root, path) {
+                    *v = with.clone();
+                }
+            }
+        }
+    }
+}
+
+/// Every damage of a good document: each value at every depth removed,
+/// replaced by each of a pool of JSON values (the `extra` strings too) and,
+/// for an object, by the array of its values.
+#[cfg(test)]
+fn damages(root: &Value, extra: &[&str]) -> Vec<Damage> {
     use serde_json::json;
-    let root: Value = serde_json::from_str(good).expect("a good document");
     let mut pool = vec![
         json!(null),
         json!(true),
@@ -359,44 +395,112 @@ pub(crate) fn damaged_copies(good: &str, extra: &[&str]) -> Vec<Vec<u8>> {
         json!({"PASS": null}),
     ];
     pool.extend(extra.iter().map(|s| json!(s)));
+    let mut paths = Vec::new();
+    collect_paths(root, &mut Vec::new(), &mut paths);
     let mut out = Vec::new();
+    for path in paths {
+        if !path.is_empty() {
+            out.push(Damage::Remove(path.clone()));
+        }
+        if let Some(Value::Object(map)) = value_at(root, &path) {
+            out.push(Damage::Set(
+                path.clone(),
+                Value::Array(map.values().cloned().collect()),
+            ));
+        }
+        for with in &pool {
+            out.push(Damage::Set(path.clone(), with.clone()));
+        }
+    }
+    out
+}
+
+/// Damaged copies of a good document: each damage of [`damages`] alone;
+/// every object with its first key repeated.
+#[cfg(test)]
+fn damaged_copies(good: &str, extra: &[&str]) -> Vec<Vec<u8>> {
+    let root: Value = serde_json::from_str(good).expect("a good document");
+    let mut out = Vec::new();
+    for damage in damages(&root, extra) {
+        let mut copy = root.clone();
+        damage.apply(&mut copy);
+        out.push(serde_json::to_vec(&copy).expect("json"));
+    }
     let mut paths = Vec::new();
     collect_paths(&root, &mut Vec::new(), &mut paths);
-    for path in &paths {
-        let mut removed = root.clone();
-        if remove_at(&mut removed, path) {
-            out.push(serde_json::to_vec(&removed).expect("json"));
-        }
-        let here = value_at(&root, path);
-        let mut replacements = pool.clone();
-        if let Some(Value::Object(map)) = here {
-            replacements.push(Value::Array(map.values().cloned().collect()));
-        }
-        for with in replacements {
-            let mut copy = root.clone();
-            *value_at_mut(&mut copy, path) = with;
-            out.push(serde_json::to_vec(&copy).expect("json"));
-        }
-        if let Some(Value::Object(map)) = here
+    let text = serde_json::to_string(&root).expect("json");
+    for path in paths {
+        if let Some(here @ Value::Object(map)) = value_at(&root, &path)
             && let Some((key, value)) = map.iter().next()
         {
-            let text = serde_json::to_string(&root).expect("json");
-            let object = serde_json::to_string(here.expect("present")).expect("json");
+            let object = serde_json::to_string(here).expect("json");
             let repeated = format!(
                 "{}, {}: {}}}",
                 &object[..object.len() - 1],
                 serde_json::to_string(key).expect("json"),
                 serde_json::to_string(value).expect("json")
             );
-            if object.len() > 2 {
-                out.push(text.replacen(&object, &repeated, 1).into_bytes());
-            }
+            out.push(text.replacen(&object, &repeated, 1).into_bytes());
         }
     }
-    if let Value::Object(map) = &root {
-        out.push(serde_json::to_vec(&Value::Array(map.values().cloned().collect())).expect("json"));
-    }
     out
+}
+
+/// Pins a document's typed reader (`parse`) to its checked one: the same
+/// answer for every damaged copy of each good document, and for random
+/// combinations of two to four damages (proptest). Good documents must be
+/// read by the typed reader; at least a few damaged copies must still be
+/// valid, so the test reaches the typed reader's acceptance.
+#[cfg(test)]
+pub(crate) fn assert_readers_agree<T: PartialEq + fmt::Debug>(
+    goods: &[&str],
+    extra: &[&str],
+    typed_read: impl Fn(&[u8]) -> bool,
+    parse: impl Fn(&[u8]) -> Result<T, Vec<Violation>>,
+    parse_checked: impl Fn(&[u8]) -> Result<T, Vec<Violation>>,
+) {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+    let mut valid = 0;
+    for good in goods {
+        assert!(
+            typed_read(good.as_bytes()),
+            "the typed reader refuses {good}"
+        );
+        for doc in damaged_copies(good, extra) {
+            let checked = parse_checked(&doc);
+            assert_eq!(parse(&doc), checked, "{}", String::from_utf8_lossy(&doc));
+            valid += usize::from(checked.is_ok());
+        }
+    }
+    assert!(valid > 10, "only {valid} damaged copies were valid");
+    let roots: Vec<Value> = goods
+        .iter()
+        .map(|g| serde_json::from_str(g).expect("a good document"))
+        .collect();
+    let all: Vec<Vec<Damage>> = roots.iter().map(|r| damages(r, extra)).collect();
+    let mut runner = TestRunner::new(Config {
+        cases: 512,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let picks = (0..roots.len()).prop_flat_map(|doc| {
+        (
+            Just(doc),
+            proptest::collection::vec(any::<proptest::sample::Index>(), 2..=4),
+        )
+    });
+    runner
+        .run(&picks, |(doc, which)| {
+            let mut copy = roots[doc].clone();
+            for w in which {
+                w.get(&all[doc]).apply(&mut copy);
+            }
+            let bytes = serde_json::to_vec(&copy).expect("json");
+            prop_assert_eq!(parse(&bytes), parse_checked(&bytes), "{}", copy);
+            Ok(())
+        })
+        .expect("the two readers agree");
 }
 
 #[cfg(test)]
@@ -431,25 +535,10 @@ fn value_at<'v>(value: &'v Value, path: &[String]) -> Option<&'v Value> {
 }
 
 #[cfg(test)]
-fn value_at_mut<'v>(value: &'v mut Value, path: &[String]) -> &'v mut Value {
-    path.iter().fold(value, |v, k| match v {
-        Value::Object(map) => map.get_mut(k).expect("a collected path"),
-        Value::Array(items) => &mut items[k.parse::<usize>().expect("an index")],
-        _ => unreachable!("a collected path"),
+fn value_at_mut<'v>(value: &'v mut Value, path: &[String]) -> Option<&'v mut Value> {
+    path.iter().try_fold(value, |v, k| match v {
+        Value::Object(map) => map.get_mut(k),
+        Value::Array(items) => items.get_mut(k.parse::<usize>().ok()?),
+        _ => None,
     })
-}
-
-#[cfg(test)]
-fn remove_at(value: &mut Value, path: &[String]) -> bool {
-    let Some((last, parent)) = path.split_last() else {
-        return false;
-    };
-    match value_at_mut(value, parent) {
-        Value::Object(map) => map.remove(last).is_some(),
-        Value::Array(items) => {
-            items.remove(last.parse::<usize>().expect("an index"));
-            true
-        }
-        _ => false,
-    }
 }

@@ -216,14 +216,66 @@ use std::marker::PhantomData;
 
 /// Reads `bytes` as `T` straight from JSON, only when it is a JSON object
 /// (a struct would also read from an array).
+/// The whole text is first read as a `Value` tree would read it, keeping
+/// nothing ([`Checked`]): serde skips a field a struct does not know
+/// without checking its bytes, escapes or numbers, where a `Value` tree
+/// refuses a string that is not UTF-8, a lone surrogate escape and a number
+/// out of range wherever they are.
 pub(crate) fn typed<T: de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {
-    let first = bytes
-        .iter()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
-    if *first != b'{' {
+    let text = std::str::from_utf8(bytes).ok()?;
+    if !text
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('{')
+    {
         return None;
     }
-    serde_json::from_slice(bytes).ok()
+    serde_json::from_str::<Checked>(text).ok()?;
+    serde_json::from_str(text).ok()
+}
+
+/// Any JSON value, read in full (every string decoded, every number
+/// parsed) and dropped: what a `Value` tree accepts, without building one.
+struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CheckedVisitor)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> Visitor<'de> for CheckedVisitor {
+    type Value = Checked;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+        while map.next_entry::<Checked, Checked>()?.is_some() {}
+        Ok(Checked)
+    }
 }
 
 struct ObjectVisitor<T>(PhantomData<T>);
@@ -429,6 +481,34 @@ fn damaged_copies(good: &str, extra: &[&str]) -> Vec<Vec<u8>> {
     let mut paths = Vec::new();
     collect_paths(&root, &mut Vec::new(), &mut paths);
     let text = serde_json::to_string(&root).expect("json");
+    // Bytes that are not UTF-8: in a field nobody reads, and in the first
+    // string value.
+    let mut unknown = b"{\"zz-unknown\": \"\xff\", ".to_vec();
+    unknown.extend_from_slice(&text.as_bytes()[1..]);
+    out.push(unknown);
+    // What a `Value` tree refuses and serde skips in a field it does not
+    // know: lone surrogates, numbers out of range.
+    let long = "9".repeat(400);
+    for odd in [
+        r#""\ud800""#,
+        r#""\udc00x""#,
+        r#""\ud800\u0041""#,
+        r#"["\ud800"]"#,
+        r#"{"\ud800": 1}"#,
+        "1e999",
+        "-1e999",
+        long.as_str(),
+        "[1e999]",
+    ] {
+        out.push(format!("{{\"zz-unknown\": {odd}, {}", &text[1..]).into_bytes());
+    }
+    if let Some(at) = text.find(": \"").or_else(|| text.find(":\"")) {
+        let mut bytes = text.clone().into_bytes();
+        if let Some(quote) = bytes[at..].iter().position(|b| *b == b'"') {
+            bytes.insert(at + quote + 1, 0xfe);
+            out.push(bytes);
+        }
+    }
     for path in paths {
         if let Some(here @ Value::Object(map)) = value_at(&root, &path)
             && let Some((key, value)) = map.iter().next()

@@ -312,15 +312,18 @@ pub(crate) fn is_text(s: &str, max: usize) -> bool {
 /// error text, only the cost of a valid payload. (The object test matters:
 /// derived structs also accept JSON arrays; duplicate keys, which the
 /// checked path lets the last one win, make derived structs fail, and so
-/// take the checked path.)
+/// take the checked path. So does a payload that is not UTF-8: serde skips a
+/// field `T` does not know without checking its strings' bytes, where the
+/// checked path's `Value` tree checks every string.)
 pub(crate) fn direct<T: serde::de::DeserializeOwned>(payload: &[u8]) -> Option<T> {
-    let first = payload
-        .iter()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
-    if *first != b'{' {
+    let text = std::str::from_utf8(payload).ok()?;
+    if !text
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('{')
+    {
         return None;
     }
-    serde_json::from_slice(payload).ok()
+    serde_json::from_str(text).ok()
 }
 
 /// Parses `payload` as a JSON object for [`Fields`]; a syntax error or a

@@ -679,6 +679,10 @@ mod tests {
         out.push(format!("[{text}]").into_bytes());
         out.push(format!("{{{inner},{inner}}}").into_bytes());
         out.push(format!("{{{inner},\"unknown_field\":1}}").into_bytes());
+        // Not UTF-8, in a field the fast path does not read.
+        let mut not_utf8 = format!("{{{inner},\"unknown_field\":\"").into_bytes();
+        not_utf8.extend_from_slice(b"\xff\"}");
+        out.push(not_utf8);
         out.push(b"not json".to_vec());
         out.push(b"[]".to_vec());
         out.push(b"{}".to_vec());

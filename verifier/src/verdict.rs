@@ -216,7 +216,11 @@ impl Verdict {
 
     /// [`Verdict::parse`] through a `Value` tree: every violation, named
     /// with its JSON pointer.
-    pub(crate) fn parse_checked(bytes: &[u8]) -> Result<Verdict, Vec<Violation>> {
+    ///
+    /// `parse` gives the same answer (it answers a valid document without
+    /// building the tree); this is the reader it falls back to, public so
+    /// that tests and fuzz targets can hold the two to the same answer.
+    pub fn parse_checked(bytes: &[u8]) -> Result<Verdict, Vec<Violation>> {
         let value = parse_value("verdict", bytes)?;
         let mut r = Reader::new("verdict");
         let Some(root) = r.root(&value) else {

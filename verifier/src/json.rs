@@ -204,11 +204,15 @@ pub(crate) fn kind(value: &Value) -> &'static str {
 // straight from the bytes into the document's struct, then its rules as
 // plain tests). The typed read answers only when it finds nothing wrong;
 // anything it refuses goes to the checked reader, which decides. So the
-// typed read must never accept what the checked one refuses: serde's
-// derives are looser in two places, closed by the helpers below (a struct
-// also reads from a JSON array of its fields in order; a unit enum also
-// reads from `{"VARIANT": null}`). Each document's tests pin the two
-// readers to the same answer over a corpus of damaged documents.
+// typed read must never accept what the checked one refuses. serde is
+// looser in four places, each closed below: it skips a field the struct
+// does not know without checking its text (closed by reading the whole
+// text first, [`Checked`]); a struct also reads from a JSON array of its
+// fields in order ([`object`]); a unit enum also reads from
+// `{"VARIANT": null}` ([`string_enum`]); a missing `Option` field reads as
+// `None` ([`nullable`], for a field that must be present). Each document's
+// tests, `tests/readers_agree.rs` and the fuzz targets pin the two readers
+// to the same answer over damaged documents.
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use std::fmt;
@@ -216,6 +220,7 @@ use std::marker::PhantomData;
 
 /// Reads `bytes` as `T` straight from JSON, only when it is a JSON object
 /// (a struct would also read from an array).
+///
 /// The whole text is first read as a `Value` tree would read it, keeping
 /// nothing ([`Checked`]): serde skips a field a struct does not know
 /// without checking its bytes, escapes or numbers, where a `Value` tree
@@ -468,6 +473,8 @@ fn damages(root: &Value, extra: &[&str]) -> Vec<Damage> {
 }
 
 /// Damaged copies of a good document: each damage of [`damages`] alone;
+/// a field nobody reads holding bytes that are not UTF-8, a lone surrogate
+/// escape or a number out of range; a string value that is not UTF-8;
 /// every object with its first key repeated.
 #[cfg(test)]
 fn damaged_copies(good: &str, extra: &[&str]) -> Vec<Vec<u8>> {

@@ -8,7 +8,9 @@
 //! window holding a role the kind allows); the payload, decoded once (every
 //! schema violation listed); the kind's admission rule against the state.
 //!
-//! The fold decodes the payload the same way and hands it to the kind's
+//! An appended statement's fold takes the payload admission decoded
+//! ([`StateMachine::Admitted`] is [`Payload`]); an event read back from the
+//! store (open, replay) is decoded the same way and handed to the kind's
 //! fold. An admitted event always folds: an error from [`LedgerState::apply`]
 //! means the stored event is not what was admitted, and the log reports it
 //! as corruption at that sequence number.
@@ -24,8 +26,15 @@ impl LedgerState {
     /// Decides whether `stmt` may be appended at `ctx`. Pure: reads only
     /// `self`. The signature has already been verified.
     pub fn admit(&self, stmt: &Statement, ctx: &AdmitContext) -> Result<()> {
+        self.admit_decoded(stmt, ctx).map(drop)
+    }
+
+    /// [`LedgerState::admit`], handing back the payload it decoded, for
+    /// [`LedgerState::apply_decoded`] of the same event (so an appended
+    /// payload is decoded once).
+    pub fn admit_decoded(&self, stmt: &Statement, ctx: &AdmitContext) -> Result<Payload> {
         stmt.check_shape()?;
-        if ctx.seq == 0 {
+        let payload = if ctx.seq == 0 {
             if stmt.kind != names::GENESIS {
                 return Err(LedgerError::denied(
                     &stmt.kind,
@@ -33,11 +42,14 @@ impl LedgerState {
                     "sequence 0 must be the genesis event",
                 ));
             }
-            return Payload::decode(&Kind::Genesis, &stmt.payload)?.admit(self, stmt, ctx);
-        }
-        let kind = Kind::parse(&stmt.kind)?;
-        self.check_authority(&kind, stmt, ctx)?;
-        Payload::decode(&kind, &stmt.payload)?.admit(self, stmt, ctx)
+            Payload::decode(&Kind::Genesis, &stmt.payload)?
+        } else {
+            let kind = Kind::parse(&stmt.kind)?;
+            self.check_authority(&kind, stmt, ctx)?;
+            Payload::decode(&kind, &stmt.payload)?
+        };
+        payload.admit(self, stmt, ctx)?;
+        Ok(payload)
     }
 
     /// The author may write `kind` at `ctx`: genesis never after sequence 0;
@@ -131,12 +143,19 @@ impl LedgerState {
 }
 
 impl StateMachine for LedgerState {
-    fn admit(&self, statement: &Statement, at: &AdmitContext) -> Result<()> {
-        LedgerState::admit(self, statement, at)
+    /// The payload admission decoded, folded without decoding it again.
+    type Admitted = Payload;
+
+    fn admit(&self, statement: &Statement, at: &AdmitContext) -> Result<Payload> {
+        LedgerState::admit_decoded(self, statement, at)
     }
 
     fn apply(&mut self, event: &Event) -> Result<()> {
         LedgerState::apply(self, event)
+    }
+
+    fn apply_admitted(&mut self, event: &Event, payload: &Payload) -> Result<()> {
+        LedgerState::apply_decoded(self, event, payload)
     }
 
     fn snapshot(&self) -> Vec<(&'static str, Vec<u8>)> {

@@ -28,16 +28,31 @@ pub struct AdmitContext {
 /// arguments. Two instances fed the same events are equal, and their
 /// [`StateMachine::snapshot`] bytes are equal.
 pub trait StateMachine: Default + Clone + Send + Sync + 'static {
+    /// What admission learns from a statement that its fold needs again
+    /// (a ledger's decoded payload), so that an appended payload is decoded
+    /// once: the sequencer hands it to [`StateMachine::apply_admitted`] of
+    /// both instances. `()` when there is nothing to keep.
+    type Admitted: Send + 'static;
+
     /// Decides whether `statement` may be appended at `at`. Its signature has
     /// been verified. A refusal says why with the error variant that fits
     /// (`Invalid`, `PermissionDenied`, `NotFound`, `AlreadyExists`,
     /// `FailedPrecondition`, `ResourceExhausted`); nothing is appended.
-    fn admit(&self, statement: &Statement, at: &AdmitContext) -> Result<()>;
+    fn admit(&self, statement: &Statement, at: &AdmitContext) -> Result<Self::Admitted>;
 
-    /// Folds one committed event. An admitted event always folds: an error
-    /// here means the stored event is not what was admitted, and the log
-    /// reports it as corruption at that sequence number.
+    /// Folds one committed event from its bytes alone (open, replay, a
+    /// follower). An admitted event always folds: an error here means the
+    /// stored event is not what was admitted, and the log reports it as
+    /// corruption at that sequence number.
     fn apply(&mut self, event: &Event) -> Result<()>;
+
+    /// Folds `event`, whose statement [`StateMachine::admit`] admitted with
+    /// `admitted`: the same change as [`StateMachine::apply`], without
+    /// decoding again. The default ignores `admitted`.
+    fn apply_admitted(&mut self, event: &Event, admitted: &Self::Admitted) -> Result<()> {
+        let _ = admitted;
+        self.apply(event)
+    }
 
     /// Canonical bytes of each projection, by name (the file names of the
     /// snapshots). Equal states give equal bytes.

@@ -630,7 +630,7 @@ impl<M: StateMachine> Log<M> {
             .clone();
         // The committer may run a few batches ahead; the syncer merges
         // whatever is waiting into one fsync (group commit).
-        let (durable_tx, durable_rx) = mpsc::sync_channel::<Sequenced>(8);
+        let (durable_tx, durable_rx) = mpsc::sync_channel::<Sequenced<M::Admitted>>(8);
         let worker = Committer {
             inner: Arc::clone(&inner),
             recent: RecentDigests::default(),
@@ -640,7 +640,7 @@ impl<M: StateMachine> Log<M> {
             last_time,
             syncer: Some(durable_tx),
         };
-        let (publish_tx, publish_rx) = mpsc::sync_channel::<Sequenced>(8);
+        let (publish_tx, publish_rx) = mpsc::sync_channel::<Sequenced<M::Admitted>>(8);
         let store_inner = Arc::clone(&inner);
         let store_stage = std::thread::Builder::new()
             .name("docket-store".into())
@@ -1125,7 +1125,7 @@ struct Check {
 /// Stage 2: sequences verified statements against its own working state
 /// (ahead of what is durable) and hands each sequenced batch to the syncer,
 /// so the next batch is sequenced while the previous one is being synced.
-struct Committer<M> {
+struct Committer<M: StateMachine> {
     inner: Arc<Inner<M>>,
     recent: RecentDigests,
     /// The state as of everything sequenced (durable or in flight). Readers
@@ -1134,14 +1134,17 @@ struct Committer<M> {
     frontier: Frontier,
     prev_hash: Hash,
     last_time: u64,
-    syncer: Option<SyncSender<Sequenced>>,
+    syncer: Option<SyncSender<Sequenced<M::Admitted>>>,
 }
 
 /// One sequenced batch on its way to the disk.
-struct Sequenced {
+struct Sequenced<A> {
     batch: CommitBatch,
     /// The events appended, to fold into the durable state once synced.
     events: Vec<Event>,
+    /// What admission learnt of each event (its decoded payload), for that
+    /// fold: one per event, in order.
+    admitted: Vec<A>,
     requests: Vec<Request>,
     results: Vec<Vec<Result<Receipt>>>,
     /// Tree size and root after this batch, and its signed checkpoint.
@@ -1153,10 +1156,13 @@ struct Sequenced {
     started: std::time::Instant,
 }
 
-impl Sequenced {
+/// A batch that could not be made durable, and why.
+type FailedBatch<A> = Box<(LogError, Sequenced<A>)>;
+
+impl<A> Sequenced<A> {
     /// Appends `next` (sequenced after `self`) to this batch: its events,
     /// nodes and statements follow, its size, root and checkpoint replace.
-    fn merge(&mut self, next: Sequenced) {
+    fn merge(&mut self, next: Sequenced<A>) {
         self.batch.events.extend(next.batch.events);
         self.batch.nodes.extend(next.batch.nodes);
         self.batch.statements.extend(next.batch.statements);
@@ -1168,6 +1174,7 @@ impl Sequenced {
             self.root = next.root;
         }
         self.events.extend(next.events);
+        self.admitted.extend(next.admitted);
         self.requests.extend(next.requests);
         self.results.extend(next.results);
     }
@@ -1438,7 +1445,7 @@ impl<M: StateMachine> Committer<M> {
 
     /// Sequences one group against the working state: no lock, no I/O
     /// (except a store read for a duplicate whose first event is durable).
-    fn sequence(&mut self, group: Vec<Verified>) -> Sequenced {
+    fn sequence(&mut self, group: Vec<Verified>) -> Sequenced<M::Admitted> {
         let started = std::time::Instant::now();
         let mut requests = Vec::new();
         let mut checks: Vec<Check> = Vec::new();
@@ -1456,6 +1463,7 @@ impl<M: StateMachine> Committer<M> {
         }
         let mut batch = CommitBatch::default();
         let mut events = Vec::new();
+        let mut admitted = Vec::new();
         let mut results: Vec<Vec<Result<Receipt>>> = Vec::with_capacity(requests.len());
         let mut next_seq = self.frontier.size();
         let mut idx = 0;
@@ -1470,7 +1478,7 @@ impl<M: StateMachine> Committer<M> {
                     check,
                     clock,
                     &mut batch,
-                    &mut events,
+                    (&mut events, &mut admitted),
                     &mut next_seq,
                 ));
             }
@@ -1485,6 +1493,7 @@ impl<M: StateMachine> Committer<M> {
         Sequenced {
             batch,
             events,
+            admitted,
             requests,
             results,
             size: next_seq,
@@ -1501,7 +1510,7 @@ impl<M: StateMachine> Committer<M> {
         check: Check,
         clock: u64,
         batch: &mut CommitBatch,
-        events: &mut Vec<Event>,
+        (events, admitted): (&mut Vec<Event>, &mut Vec<M::Admitted>),
         next_seq: &mut u64,
     ) -> Result<Receipt> {
         stmt.check_shape()?;
@@ -1544,7 +1553,7 @@ impl<M: StateMachine> Committer<M> {
             seq: *next_seq,
             recorded_at_ms,
         };
-        self.working.admit(stmt, &ctx)?;
+        let learnt = self.working.admit(stmt, &ctx)?;
         let event = Event {
             format: EVENT_FORMAT,
             seq: *next_seq,
@@ -1559,7 +1568,7 @@ impl<M: StateMachine> Committer<M> {
         let leaf = merkle::leaf_hash(&bytes);
         // An admitted statement always folds; a failure is a bug in the
         // state machine, reported as such (nothing is appended).
-        self.working.apply(&event).map_err(|e| {
+        self.working.apply_admitted(&event, &learnt).map_err(|e| {
             LogError::corrupt(
                 format!("event {} (not appended)", event.seq),
                 format!("the state machine admitted a statement it cannot fold: {e}"),
@@ -1570,6 +1579,7 @@ impl<M: StateMachine> Committer<M> {
         batch.statements.push((digest, event.seq));
         let seq = event.seq;
         events.push(event);
+        admitted.push(learnt);
         self.prev_hash = leaf;
         self.last_time = recorded_at_ms;
         *next_seq += 1;
@@ -1588,7 +1598,11 @@ impl<M: StateMachine> Syncer<M> {
     /// The store half: commit each (merged) batch with its fsyncs, then hand
     /// it to the publisher, so the anchor write of batch N overlaps the store
     /// commit of batch N+1.
-    fn run_store(self, rx: Receiver<Sequenced>, publish: SyncSender<Sequenced>) {
+    fn run_store(
+        self,
+        rx: Receiver<Sequenced<M::Admitted>>,
+        publish: SyncSender<Sequenced<M::Admitted>>,
+    ) {
         while let Ok(mut sequenced) = rx.recv() {
             // Group commit: everything already sequenced goes to disk with
             // this batch, in one store commit.
@@ -1620,7 +1634,7 @@ impl<M: StateMachine> Syncer<M> {
 
     /// The publish half: anchor, fold into the durable state, publish,
     /// reply. Batches arrive durable in the store, in order.
-    fn run(mut self, rx: Receiver<Sequenced>) {
+    fn run(mut self, rx: Receiver<Sequenced<M::Admitted>>) {
         while let Ok(mut sequenced) = rx.recv() {
             // Everything already stored is anchored with one write.
             while let Ok(next) = rx.try_recv() {
@@ -1647,8 +1661,8 @@ impl<M: StateMachine> Syncer<M> {
 
     fn make_durable(
         &mut self,
-        s: Sequenced,
-    ) -> std::result::Result<(), Box<(LogError, Sequenced)>> {
+        s: Sequenced<M::Admitted>,
+    ) -> std::result::Result<(), FailedBatch<M::Admitted>> {
         let inner = Arc::clone(&self.inner);
         let appended = s.events.len() as u64;
         if let Some(note) = &s.note {
@@ -1669,8 +1683,8 @@ impl<M: StateMachine> Syncer<M> {
                     .state
                     .write()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                for event in &s.events {
-                    if let Err(e) = state.apply(event) {
+                for (event, admitted) in s.events.iter().zip(&s.admitted) {
+                    if let Err(e) = state.apply_admitted(event, admitted) {
                         // Impossible: the working state folded the same
                         // events. A non-deterministic state machine.
                         let e = LogError::corrupt(
@@ -1739,7 +1753,12 @@ impl<M: StateMachine> Syncer<M> {
     /// A storage error: record why, refuse this batch and everything after
     /// it, and tell the listeners. The durable state never folded the
     /// failed batch, so readers keep seeing exactly what is on disk.
-    fn fail_stop(&self, e: &LogError, failed: Sequenced, rx: &Receiver<Sequenced>) {
+    fn fail_stop(
+        &self,
+        e: &LogError,
+        failed: Sequenced<M::Admitted>,
+        rx: &Receiver<Sequenced<M::Admitted>>,
+    ) {
         let msg = format!("fail-stop after a storage error: {e}");
         tracing::error!("{msg}");
         *lock(&self.inner.failure) = Some(msg.clone());

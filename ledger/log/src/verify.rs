@@ -731,16 +731,23 @@ pub fn verify_log<M: StateMachine>(
             let fold = || -> Vec<(FindingKind, u64, String)> {
                 let mut out = Vec::new();
                 for ev in &events {
+                    let mut admitted = None;
                     if options.admission {
                         let ctx = AdmitContext {
                             seq: ev.seq,
                             recorded_at_ms: ev.recorded_at_ms,
                         };
-                        if let Err(e) = state.admit(&ev.statement(), &ctx) {
-                            out.push((FindingKind::Authority, ev.seq, e.to_string()));
+                        match state.admit(&ev.statement(), &ctx) {
+                            Ok(a) => admitted = Some(a),
+                            Err(e) => out.push((FindingKind::Authority, ev.seq, e.to_string())),
                         }
                     }
-                    if let Err(e) = state.apply(ev) {
+                    // An admitted event folds from what admission decoded.
+                    let folded = match &admitted {
+                        Some(a) => state.apply_admitted(ev, a),
+                        None => state.apply(ev),
+                    };
+                    if let Err(e) = folded {
                         out.push((FindingKind::Fold, ev.seq, e.to_string()));
                     }
                 }

@@ -25,6 +25,8 @@ struct Registers {
 }
 
 impl StateMachine for Registers {
+    type Admitted = ();
+
     fn admit(&self, statement: &Statement, _at: &AdmitContext) -> docket_log::Result<()> {
         let text = std::str::from_utf8(&statement.payload).map_err(|_| LogError::Invalid {
             what: "toy.set".into(),

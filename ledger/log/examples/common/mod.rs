@@ -9,6 +9,8 @@ use docket_log::{Event, LogOptions, Statement};
 pub struct Count(pub u64);
 
 impl StateMachine for Count {
+    type Admitted = ();
+
     fn admit(&self, _: &Statement, _: &AdmitContext) -> docket_log::Result<()> {
         Ok(())
     }

@@ -503,7 +503,7 @@ fn promote<M: StateMachine>(inner: &Arc<Inner<M>>) -> Result<()> {
         return Err(LogError::Closed("the ledger was closed".into()));
     }
     let (tx, rx) = mpsc::sync_channel::<Request>(inner.options.queue_depth);
-    let (durable_tx, durable_rx) = mpsc::sync_channel::<Sequenced>(8);
+    let (durable_tx, durable_rx) = mpsc::sync_channel::<Sequenced<M::Admitted>>(8);
     let worker = Committer {
         inner: Arc::clone(inner),
         recent: RecentDigests::default(),
@@ -513,7 +513,7 @@ fn promote<M: StateMachine>(inner: &Arc<Inner<M>>) -> Result<()> {
         last_time: position.last_time,
         syncer: Some(durable_tx),
     };
-    let (publish_tx, publish_rx) = mpsc::sync_channel::<Sequenced>(8);
+    let (publish_tx, publish_rx) = mpsc::sync_channel::<Sequenced<M::Admitted>>(8);
     let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
         std::thread::Builder::new()
             .name(name.into())

@@ -25,6 +25,8 @@ pub struct Registers {
 }
 
 impl StateMachine for Registers {
+    type Admitted = ();
+
     fn admit(&self, statement: &Statement, _at: &AdmitContext) -> docket_log::Result<()> {
         match std::str::from_utf8(&statement.payload)
             .ok()

@@ -487,6 +487,19 @@ impl ExecutionRecord {
 mod tests {
     use super::*;
 
+    /// `echo hi` run for one second: exit 0, `hi\n` on stdout.
+    fn echo_hi() -> ExecutionRecord {
+        ExecutionRecord::from_execution(
+            "echo hi",
+            0,
+            "hi\n",
+            "",
+            "2026-02-09T14:30:00Z",
+            "2026-02-09T14:30:01Z",
+            1.0,
+        )
+    }
+
     #[test]
     fn evidence_hash_exact_bytes() {
         assert_eq!(
@@ -498,15 +511,7 @@ mod tests {
             b"x||no gateway|null".to_vec()
         );
         // SHA-256("echo hi|hi\n||0"), computed independently with `printf 'echo hi|hi\n||0' | sha256sum`.
-        let r = ExecutionRecord::from_execution(
-            "echo hi",
-            0,
-            "hi\n",
-            "",
-            "2026-02-09T14:30:00Z",
-            "2026-02-09T14:30:01Z",
-            1.0,
-        );
+        let r = echo_hi();
         assert_eq!(r.evidence_hash, crate::sha256_hex(b"echo hi|hi\n||0"));
         assert_eq!(
             r.evidence_hash,
@@ -654,15 +659,7 @@ mod tests {
     /// reads the same record when both accept.
     #[test]
     fn the_typed_reader_answers_like_the_checked_one() {
-        let ok = ExecutionRecord::from_execution(
-            "echo hi",
-            0,
-            "hi\n",
-            "",
-            "2026-02-09T14:30:00Z",
-            "2026-02-09T14:30:01Z",
-            1.0,
-        );
+        let ok = echo_hi();
         let failed = ExecutionRecord::from_execution(
             "false",
             1,

@@ -319,21 +319,21 @@ pub(crate) fn string_enum<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d.deserialize_str(StringVisitor(PhantomData))
 }
 
-struct OptionVisitor<T>(PhantomData<T>);
+/// A value read by [`object`] (for an `Option` of it).
+struct AsObject<T>(T);
 
-impl<'de, T: Deserialize<'de>> Visitor<'de> for OptionVisitor<T> {
-    type Value = Option<T>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("null or a JSON string")
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for AsObject<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        object(d).map(AsObject)
     }
-    fn visit_none<E: de::Error>(self) -> Result<Option<T>, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
-        Ok(None)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
-        string_enum(d).map(Some)
+}
+
+/// A value read by [`string_enum`] (for an `Option` of it).
+struct AsString<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for AsString<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        string_enum(d).map(AsString)
     }
 }
 
@@ -342,25 +342,7 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for OptionVisitor<T> {
 pub(crate) fn option_string_enum<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
 ) -> Result<Option<T>, D::Error> {
-    d.deserialize_option(OptionVisitor(PhantomData))
-}
-
-struct OptionObjectVisitor<T>(PhantomData<T>);
-
-impl<'de, T: Deserialize<'de>> Visitor<'de> for OptionObjectVisitor<T> {
-    type Value = Option<T>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("null or a JSON object")
-    }
-    fn visit_none<E: de::Error>(self) -> Result<Option<T>, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
-        Ok(None)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
-        object(d).map(Some)
-    }
+    Ok(Option::<AsString<T>>::deserialize(d)?.map(|v| v.0))
 }
 
 /// `deserialize_with` for an optional struct field (with
@@ -368,7 +350,7 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for OptionObjectVisitor<T> {
 pub(crate) fn option_object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
 ) -> Result<Option<T>, D::Error> {
-    d.deserialize_option(OptionObjectVisitor(PhantomData))
+    Ok(Option::<AsObject<T>>::deserialize(d)?.map(|v| v.0))
 }
 
 /// `deserialize_with` for a field that must be present but may be `null`
@@ -452,6 +434,8 @@ fn damages(root: &Value, extra: &[&str]) -> Vec<Damage> {
         json!({"PASS": null}),
     ];
     pool.extend(extra.iter().map(|s| json!(s)));
+    // The map form serde's derive reads a unit enum from.
+    pool.extend(extra.iter().map(|s| json!({ *s: null })));
     let mut paths = Vec::new();
     collect_paths(root, &mut Vec::new(), &mut paths);
     let mut out = Vec::new();

@@ -312,9 +312,12 @@ pub(crate) fn is_text(s: &str, max: usize) -> bool {
 /// error text, only the cost of a valid payload. (The object test matters:
 /// derived structs also accept JSON arrays; duplicate keys, which the
 /// checked path lets the last one win, make derived structs fail, and so
-/// take the checked path. So does a payload that is not UTF-8: serde skips a
-/// field `T` does not know without checking its strings' bytes, where the
-/// checked path's `Value` tree checks every string.)
+/// take the checked path. So does a payload that is not UTF-8.) serde skips a
+/// field `T` does not know without checking its text (a lone surrogate
+/// escape, a number out of range), where the checked path's `Value` tree
+/// refuses it: so `T` either denies unknown fields (`CheckRecorded`,
+/// `EvidenceRegistered`) or is read only after the verifier's reader has
+/// read the whole text (`DocketFields`).
 pub(crate) fn direct<T: serde::de::DeserializeOwned>(payload: &[u8]) -> Option<T> {
     let text = std::str::from_utf8(payload).ok()?;
     if !text

@@ -48,7 +48,9 @@ fn merged<T>(parsed: &std::result::Result<T, Vec<docket_verifier::Violation>>) -
 /// payload for the decoders' fast path ([`direct`]; other fields are the
 /// seed schema's, which `docket-verifier` checks). Each is what [`Fields`]
 /// accepts: a missing or `null` field is None, a wrong type refuses the
-/// whole struct (and so takes the checked path).
+/// whole struct (and so takes the checked path). It ignores the seed
+/// fields unchecked, so it is read only after the seed document's reader
+/// accepted the same bytes.
 #[derive(Deserialize)]
 struct DocketFields {
     task_id: Option<String>,

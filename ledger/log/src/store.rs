@@ -824,7 +824,7 @@ impl std::fmt::Debug for Anchor {
 }
 
 /// One valid anchor slot: the note and the redo it carries, if any.
-type AnchorSlot = (String, Option<AnchorRedo>);
+pub(crate) type AnchorSlot = (String, Option<AnchorRedo>);
 
 impl Anchor {
     /// Bytes per slot.
@@ -936,6 +936,19 @@ impl Anchor {
     pub(crate) fn read_with_redo(&self) -> Result<Option<AnchorSlot>> {
         let mut slots = self.slots()?;
         Ok(newest_slot(&slots).and_then(|i| slots[i].take()))
+    }
+
+    /// The valid slots' notes and redos, the newest first: the newest
+    /// slot, then the other one (docs/FORMAT.md §9).
+    pub(crate) fn read_newest_first(&self) -> Result<Vec<AnchorSlot>> {
+        let mut slots = self.slots()?;
+        let Some(newest) = newest_slot(&slots) else {
+            return Ok(Vec::new());
+        };
+        Ok([newest, 1 - newest]
+            .into_iter()
+            .filter_map(|i| slots[i].take())
+            .collect())
     }
 
     /// The slot's bytes for `note` and `redo`, or `None` when they do not

@@ -48,7 +48,9 @@ use sha2::Digest as _;
 
 use crate::error::{LogError, Result};
 use crate::merkle::{self, Hash, MerkleError, NodeSource};
-use crate::store::{Anchor, CommitBatch, Store, create_dir_durably, sync_dir, write_atomically};
+use crate::store::{
+    Anchor, AnchorRedo, CommitBatch, Store, create_dir_durably, sync_dir, write_atomically,
+};
 
 /// Entries per entry bundle and hashes per hash tile (C2SP tlog-tiles).
 pub const TILE_WIDTH: u64 = 256;
@@ -301,7 +303,7 @@ fn digest_key(d: &Hash) -> u64 {
 }
 
 /// One parsed commit record.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct CommitRecord {
     start: u64,
     end: u64,
@@ -973,6 +975,17 @@ struct Writer {
     /// A second one, for the commit log while the commit thread writes and
     /// fdatasyncs the anchor ([`Store::commit_anchored`]).
     commits_syncer: Option<BundleSyncer>,
+    /// The fdatasyncs of the open bundle and the commit log still running
+    /// after a commit that its anchor slot alone acknowledged (its redo
+    /// holds the events): they finish before the next anchor slot is
+    /// written or anything else is synced ([`TileStore::settle`]).
+    in_flight: Option<InFlight>,
+}
+
+/// Background fdatasyncs begun after a commit acknowledged by its anchor
+/// slot: of the commit log always, of the open bundle when `part` names it.
+struct InFlight {
+    part: Option<PathBuf>,
 }
 
 impl Writer {
@@ -989,6 +1002,7 @@ impl Writer {
             part_file: None,
             bundle_syncer: None,
             commits_syncer: None,
+            in_flight: None,
         }
     }
 }
@@ -1227,26 +1241,42 @@ impl TileStore {
             );
             record = record_ending_at(&store.commits, rec.start, &commits_path)?;
         };
-        let commits_end = record.as_ref().map_or(0, |r| r.end);
-        let latest = match record.as_ref() {
-            Some(r) => store.latest_checkpoint_before(r)?,
-            None => None,
-        };
-        let mut view = View {
-            len: log_len,
-            open_bundle,
-            partial_tiles: Vec::new(),
-            latest,
-            commits_end,
-        };
-        view.partial_tiles = match store.stored_partial_tiles(&view)? {
-            Some(tiles) => tiles,
-            None => {
-                let tiles = store.partial_tiles(&view)?;
-                store.write_partial(view.len, &tiles)?;
-                tiles
+        let mut view = store.view_at(record.as_ref(), log_len, open_bundle)?;
+        let mut part_bytes = part_bytes;
+        // The commits the anchor slots carry (one client's appends, each
+        // acknowledged by its slot alone): the store may lack them, or hold
+        // them torn, after a stop. Unless it holds them intact, it is cut
+        // back to where they begin, which was durable before they were
+        // anchored, and they are committed again below.
+        let chain = store.anchored_chain()?;
+        if let Some((_, first)) = chain.first() {
+            let from = first.first_seq;
+            let to = from
+                + chain
+                    .iter()
+                    .map(|(_, r)| r.events.len() as u64)
+                    .sum::<u64>();
+            let holds_them = view.len >= from && {
+                *store.view.write().unwrap_or_else(PoisonError::into_inner) = view.clone();
+                store.holds_intact(record.as_ref(), from, view.len.min(to), &chain)?
+            };
+            if view.len >= from && !holds_them {
+                match store.record_of_len(physical, from)? {
+                    Some((rec, entries, bytes)) => {
+                        tracing::warn!(
+                            "tile store: the anchor carries events {from}..{to}, which the store does not hold intact ({} events); cut back to {from} to commit them again",
+                            view.len
+                        );
+                        view = store.view_at(rec.as_ref(), from, entries)?;
+                        part_bytes = bytes;
+                    }
+                    None => tracing::warn!(
+                        "tile store: the anchor carries events {from}..{to}, but the store holds no intact commit ending at {from}"
+                    ),
+                }
             }
-        };
+        }
+        let commits_end = view.commits_end;
         {
             let mut ix = store.derived.indexes();
             let ix = &mut *ix;
@@ -1268,56 +1298,176 @@ impl TileStore {
         }
         store.writer = Mutex::new(Writer::at(view.clone(), part_bytes));
         store.view = RwLock::new(view);
-        store.redo_from_anchor()?;
+        store.redo_from_anchor(chain)?;
         Ok(store)
     }
 
-    /// Commits again the events an anchor slot carries when the anchor is
-    /// ahead of the store by exactly them: the stop came after the anchor's
-    /// fdatasync and before the bundle's or the commit log's finished
-    /// ([`Store::commit_anchored`]). Applied only when the events follow
-    /// the store's last one and give the anchored checkpoint's root; any
-    /// other gap is left for the ledger's anchor check to report as damage.
-    fn redo_from_anchor(&self) -> Result<()> {
-        let Some((note, Some(redo))) = self.anchor.read_with_redo()? else {
-            return Ok(());
+    /// The view of a store whose last commit is `record` (none: empty) and
+    /// whose open bundle holds `open_bundle`: its latest checkpoint and its
+    /// partial hash tiles (the stored ones when they prove out, else
+    /// recomputed and stored).
+    fn view_at(
+        &self,
+        record: Option<&CommitRecord>,
+        len: u64,
+        open_bundle: Vec<Entry>,
+    ) -> Result<View> {
+        let latest = match record {
+            Some(r) => self.latest_checkpoint_before(r)?,
+            None => None,
         };
-        let len = self.read_view().len;
-        let Some((size, root)) = crate::checkpoint::unverified_size_and_root(&note) else {
-            return Ok(());
+        let mut view = View {
+            len,
+            open_bundle,
+            partial_tiles: Vec::new(),
+            latest,
+            commits_end: record.map_or(0, |r| r.end),
         };
-        let count = redo.events.len() as u64;
-        if size <= len || redo.first_seq != len || len.checked_add(count) != Some(size) {
-            return Ok(());
-        }
-        let mut frontier = match merkle::Frontier::restore(self, len) {
-            Ok(f) => f,
-            Err(e) => {
-                tracing::warn!("tile store: cannot redo the anchored commit: {e}");
-                return Ok(());
+        view.partial_tiles = match self.stored_partial_tiles(&view)? {
+            Some(tiles) => tiles,
+            None => {
+                let tiles = self.partial_tiles(&view)?;
+                self.write_partial(view.len, &tiles)?;
+                tiles
             }
         };
-        let mut batch = CommitBatch::default();
-        for (i, bytes) in redo.events.into_iter().enumerate() {
-            batch.nodes.extend(frontier.push(merkle::leaf_hash(&bytes)));
-            batch.events.push((len + i as u64, bytes));
+        Ok(view)
+    }
+
+    /// The commits the two anchor slots carry, oldest first: the newest
+    /// slot's redo, preceded by the other slot's when that one ends where
+    /// the newest begins (its checkpoint names that size). A commit
+    /// acknowledged by its slot alone leaves the store durable up to the
+    /// first event of the commit before it, never less, so these cover
+    /// everything the store may lack (docs/FORMAT.md §9).
+    fn anchored_chain(&self) -> Result<Vec<(String, AnchorRedo)>> {
+        let mut slots = self.anchor.read_newest_first()?.into_iter();
+        let Some((note, Some(newest))) = slots.next() else {
+            return Ok(Vec::new());
+        };
+        let mut chain = Vec::with_capacity(2);
+        if let Some((older_note, Some(older))) = slots.next()
+            && older.first_seq.checked_add(older.events.len() as u64) == Some(newest.first_seq)
+            && crate::checkpoint::unverified_size_and_root(&older_note)
+                .is_some_and(|(size, _)| size == newest.first_seq)
+        {
+            chain.push((older_note, older));
         }
-        let statements_fit = redo
-            .statements
+        chain.push((note, newest));
+        Ok(chain)
+    }
+
+    /// Whether the store (opened at `record`) holds events `from..to`
+    /// exactly as the anchored `chain` carries its first `to - from`
+    /// events, and a commit record ending at `from` on the intact chain of
+    /// records back from `record`.
+    fn holds_intact(
+        &self,
+        record: Option<&CommitRecord>,
+        from: u64,
+        to: u64,
+        chain: &[(String, AnchorRedo)],
+    ) -> Result<bool> {
+        let anchored = chain
             .iter()
-            .all(|(_, seq)| (len..size).contains(seq));
-        if frontier.root() != root || !statements_fit {
-            tracing::warn!(
-                "tile store: the anchor carries events {len}..{size} that do not give its checkpoint's root; not redone"
-            );
-            return Ok(());
+            .flat_map(|(_, r)| r.events.iter())
+            .take(usize::try_from(to - from).unwrap_or(usize::MAX));
+        let stored = match self.event_range(from, to) {
+            Ok(stored) => stored,
+            // Torn bytes: not held intact, so committed again.
+            Err(LogError::Corrupt { .. }) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if stored.len() as u64 != to - from || !stored.iter().map(|(_, b)| b).eq(anchored) {
+            return Ok(false);
         }
-        batch.statements = redo.statements;
-        batch.checkpoint = Some((size, note));
-        tracing::warn!(
-            "tile store: events {len}..{size} were anchored before their commit was durable; committed them again from the anchor"
-        );
-        self.commit(&batch)
+        let mut r = record.cloned();
+        while let Some(rec) = r {
+            if rec.log_len <= from {
+                return Ok(rec.log_len == from);
+            }
+            r = record_ending_at(&self.commits, rec.start, &self.commits_path)?;
+        }
+        Ok(from == 0)
+    }
+
+    /// The last intact commit record whose log length is `len`, searched
+    /// back from `physical` bytes of the commit log past records that are
+    /// torn, with the open bundle's entries and bytes at `len`; `None` when
+    /// there is none or its events are not all present. `Some((None, ..))`
+    /// for `len` 0.
+    #[allow(clippy::type_complexity, reason = "a private search result")]
+    fn record_of_len(
+        &self,
+        physical: u64,
+        len: u64,
+    ) -> Result<Option<(Option<CommitRecord>, Vec<Entry>, u64)>> {
+        let mut r = self.last_record(physical)?;
+        while let Some(rec) = &r
+            && rec.log_len > len
+        {
+            r = match record_ending_at(&self.commits, rec.start, &self.commits_path)? {
+                Some(prev) => Some(prev),
+                None => self.last_record(rec.start)?,
+            };
+        }
+        if r.as_ref().map_or(0, |rec| rec.log_len) != len {
+            return Ok(None);
+        }
+        Ok(self
+            .entries_present(len)?
+            .map(|(entries, bytes)| (r, entries, bytes)))
+    }
+
+    /// Commits again the events the anchor slots carry (`chain`, from
+    /// [`TileStore::anchored_chain`]) that follow the store's last one:
+    /// the stop came after a slot's fdatasync and before the store's
+    /// ([`Store::commit_anchored`]). Each is applied only when it follows
+    /// the store's last event and gives its checkpoint's root; any other
+    /// gap is left for the ledger's anchor check to report as damage.
+    fn redo_from_anchor(&self, chain: Vec<(String, AnchorRedo)>) -> Result<()> {
+        for (note, redo) in chain {
+            let len = self.read_view().len;
+            let Some((size, root)) = crate::checkpoint::unverified_size_and_root(&note) else {
+                return Ok(());
+            };
+            let count = redo.events.len() as u64;
+            if size <= len {
+                continue;
+            }
+            if redo.first_seq != len || len.checked_add(count) != Some(size) {
+                return Ok(());
+            }
+            let mut frontier = match merkle::Frontier::restore(self, len) {
+                Ok(f) => f,
+                Err(e) => {
+                    tracing::warn!("tile store: cannot redo the anchored commit: {e}");
+                    return Ok(());
+                }
+            };
+            let mut batch = CommitBatch::default();
+            for (i, bytes) in redo.events.into_iter().enumerate() {
+                batch.nodes.extend(frontier.push(merkle::leaf_hash(&bytes)));
+                batch.events.push((len + i as u64, bytes));
+            }
+            let statements_fit = redo
+                .statements
+                .iter()
+                .all(|(_, seq)| (len..size).contains(seq));
+            if frontier.root() != root || !statements_fit {
+                tracing::warn!(
+                    "tile store: the anchor carries events {len}..{size} that do not give its checkpoint's root; not redone"
+                );
+                return Ok(());
+            }
+            batch.statements = redo.statements;
+            batch.checkpoint = Some((size, note));
+            tracing::warn!(
+                "tile store: events {len}..{size} were anchored before their commit was durable; committed them again from the anchor"
+            );
+            self.commit(&batch)?;
+        }
+        Ok(())
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -1791,6 +1941,25 @@ impl TileStore {
         Ok(())
     }
 
+    /// Waits for the fdatasyncs a commit acknowledged by its anchor slot
+    /// left running. Their failure fails this call (and so the commit that
+    /// waits: fail-stop); the acknowledged commit is safe in its anchor
+    /// slot's redo either way.
+    fn settle(&self, w: &mut Writer) -> Result<()> {
+        let Some(f) = w.in_flight.take() else {
+            return Ok(());
+        };
+        let commits = match &w.commits_syncer {
+            Some(s) => s.wait().map_err(|e| LogError::io(&self.commits_path, e)),
+            None => Ok(()),
+        };
+        let part = match (&f.part, &w.bundle_syncer) {
+            (Some(path), Some(s)) => s.wait().map_err(|e| LogError::io(path, e)),
+            _ => Ok(()),
+        };
+        commits.and(part)
+    }
+
     /// fdatasyncs the open bundle's file, if this commit wrote to it.
     fn sync_part(&self, w: &Writer) -> Result<()> {
         match &w.part_file {
@@ -1863,6 +2032,7 @@ impl TileStore {
         self.cut_commit_log(w)?;
         // Events into bundles.
         let mut large_written = false;
+        let mut filled_a_bundle = false;
         let mut buf = Vec::new();
         for (seq, bytes) in &batch.events {
             let bundle = seq / TILE_WIDTH;
@@ -1896,6 +2066,7 @@ impl TileStore {
                 }
             }
             if (seq + 1) % TILE_WIDTH == 0 {
+                filled_a_bundle = true;
                 if large_written {
                     sync_dir(&self.root.join("large"))?;
                 }
@@ -1950,55 +2121,105 @@ impl TileStore {
         self.commits
             .write_all_at(&record, start)
             .map_err(|e| LogError::io(&self.commits_path, e))?;
-        // The bundle and the commit log are synced side by side: a record
-        // made durable before its events is a commit that never returned,
-        // which the open recognises (its events are not all present). The
-        // anchor acknowledges: written after this returns, or with
-        // `anchor_slot` synced beside both, carrying the events, so that an
-        // anchor durable before them redoes the commit at the next open.
-        let part_path = match (&w.part_file, wrote_part) {
-            (Some((bundle, file)), true) => {
+        // A commit acknowledged by its anchor slot alone left the bundle's
+        // and the commit log's fdatasyncs running: they finish first, so
+        // that the store is durable up to this commit's first event before
+        // its anchor slot is written (the slot it overwrites may hold the
+        // redo of the commit before the last).
+        self.settle(w)?;
+        let size = batch.checkpoint.as_ref().map(|c| c.0);
+        match anchor_slot {
+            Some(slot) if !filled_a_bundle && wrote_part => {
+                // One client's appends: the anchor slot, carrying the events,
+                // is the one fdatasync the commit waits for (an in-place
+                // 4 KiB overwrite, the cheapest sync on this disk); the
+                // bundle's and the commit log's run after it, and overlap
+                // the caller's next request instead of this one's. An open
+                // after a stop redoes from the two anchor slots whatever
+                // the store lacks (docs/FORMAT.md §9).
+                self.anchor.write_slot(size, slot)?;
+                let Some((bundle, file)) = &w.part_file else {
+                    return Err(LogError::FailedPrecondition(
+                        "a commit wrote to no open bundle".into(),
+                    ));
+                };
+                let part_path = self.part_path(*bundle);
+                let file = Arc::clone(file);
                 if w.bundle_syncer.is_none() {
                     w.bundle_syncer = Some(BundleSyncer::start()?);
                 }
-                // Invariant: set just above.
-                let syncer = w.bundle_syncer.as_ref().expect("a bundle syncer");
-                let part_path = self.part_path(*bundle);
-                syncer
-                    .begin(Arc::clone(file))
-                    .map_err(|e| LogError::io(&part_path, e))?;
-                Some(part_path)
-            }
-            _ => None,
-        };
-        let commits = match anchor_slot {
-            None => self
-                .commits
-                .sync_data()
-                .map_err(|e| LogError::io(&self.commits_path, e)),
-            Some(slot) => {
                 if w.commits_syncer.is_none() {
                     w.commits_syncer = Some(BundleSyncer::start()?);
                 }
-                // Invariant: set just above.
-                let syncer = w.commits_syncer.as_ref().expect("a commit log syncer");
-                let begun = syncer
+                // Invariant: both set just above.
+                let (bundle_syncer, commits_syncer) = (
+                    w.bundle_syncer.as_ref().expect("a bundle syncer"),
+                    w.commits_syncer.as_ref().expect("a commit log syncer"),
+                );
+                commits_syncer
                     .begin(Arc::clone(&self.commits))
-                    .map_err(|e| LogError::io(&self.commits_path, e));
-                let size = batch.checkpoint.as_ref().map(|c| c.0);
-                let anchored = begun.and_then(|()| self.anchor.write_slot(size, slot));
-                let synced = syncer
-                    .wait()
-                    .map_err(|e| LogError::io(&self.commits_path, e));
-                anchored.and(synced)
+                    .map_err(|e| LogError::io(&self.commits_path, e))?;
+                w.in_flight = Some(InFlight { part: None });
+                bundle_syncer
+                    .begin(file)
+                    .map_err(|e| LogError::io(&part_path, e))?;
+                w.in_flight = Some(InFlight {
+                    part: Some(part_path),
+                });
             }
-        };
-        let part = match (&part_path, &w.bundle_syncer) {
-            (Some(path), Some(syncer)) => syncer.wait().map_err(|e| LogError::io(path, e)),
-            _ => Ok(()),
-        };
-        commits?;
-        part?;
+            _ => {
+                // The bundle and the commit log are synced side by side: a
+                // record made durable before its events is a commit that
+                // never returned, which the open recognises (its events are
+                // not all present). The anchor acknowledges: written after
+                // this returns, or with `anchor_slot` (a commit that filled
+                // a bundle) synced beside both, carrying the events, so that
+                // an anchor durable before them redoes the commit at the
+                // next open.
+                let part_path = match (&w.part_file, wrote_part) {
+                    (Some((bundle, file)), true) => {
+                        if w.bundle_syncer.is_none() {
+                            w.bundle_syncer = Some(BundleSyncer::start()?);
+                        }
+                        // Invariant: set just above.
+                        let syncer = w.bundle_syncer.as_ref().expect("a bundle syncer");
+                        let part_path = self.part_path(*bundle);
+                        syncer
+                            .begin(Arc::clone(file))
+                            .map_err(|e| LogError::io(&part_path, e))?;
+                        Some(part_path)
+                    }
+                    _ => None,
+                };
+                let commits = match anchor_slot {
+                    None => self
+                        .commits
+                        .sync_data()
+                        .map_err(|e| LogError::io(&self.commits_path, e)),
+                    Some(slot) => {
+                        if w.commits_syncer.is_none() {
+                            w.commits_syncer = Some(BundleSyncer::start()?);
+                        }
+                        // Invariant: set just above.
+                        let syncer = w.commits_syncer.as_ref().expect("a commit log syncer");
+                        let begun = syncer
+                            .begin(Arc::clone(&self.commits))
+                            .map_err(|e| LogError::io(&self.commits_path, e));
+                        let anchored = begun.and_then(|()| self.anchor.write_slot(size, slot));
+                        let synced = syncer
+                            .wait()
+                            .map_err(|e| LogError::io(&self.commits_path, e));
+                        anchored.and(synced)
+                    }
+                };
+                let part = match (&part_path, &w.bundle_syncer) {
+                    (Some(path), Some(syncer)) => syncer.wait().map_err(|e| LogError::io(path, e)),
+                    _ => Ok(()),
+                };
+                commits?;
+                part?;
+            }
+        }
         w.cut_pending = false;
         let end = start + record.len() as u64;
         let rec = CommitRecord {
@@ -2342,6 +2563,21 @@ impl Store for TileStore {
 
 impl Drop for TileStore {
     fn drop(&mut self) {
+        // Let the store's last fdatasyncs finish (a failure is only
+        // reported: the commits they cover are safe in the anchor's redo,
+        // which the next open commits again).
+        let w = self
+            .writer
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if w.in_flight.is_some() {
+            let mut w = std::mem::replace(w, Writer::at(View::default(), 0));
+            if let Err(e) = self.settle(&mut w) {
+                tracing::warn!(
+                    "tile store: closing: {e}; the next open commits the last commits again from the anchor"
+                );
+            }
+        }
         // Finish the queued index inserts and tile writes and leave the
         // indexes' watermark current, so the next open re-indexes nothing,
         // before the process lock (a field dropped after this) is released.

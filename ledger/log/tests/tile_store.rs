@@ -436,17 +436,135 @@ fn lose_anchored_commits(dir: &Path, first: &CommitBatch, anchored: &[&CommitBat
 }
 
 #[test]
-fn an_anchor_ahead_of_the_store_by_more_than_its_own_commit_is_not_redone() {
-    // Given two commits anchored with their events, of which the store
-    // lost both (so the anchor's redo does not follow the store's end),
+fn the_last_two_anchored_commits_lost_by_the_store_are_committed_again() {
+    // Given two commits acknowledged by their anchor slots alone, of which
+    // the store lost both (the older one's fdatasyncs were still running
+    // when the newer one was anchored),
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = Model::new();
+    let first = model.batch(10);
+    let older = model.batch_of(3, small_event);
+    let newer = model.batch_of(2, small_event);
+    lose_anchored_commits(dir.path(), &first, &[&older, &newer]);
+    // when the store opens, then it commits both again from the two slots.
+    let store = open(dir.path());
+    assert_eq!(store.anchor().unwrap(), newer.checkpoint.map(|c| c.1));
+    let holds_all = |store: &TileStore| {
+        assert_eq!(store.len().unwrap(), 15);
+        let got: Vec<Vec<u8>> = store
+            .event_range(10, 15)
+            .unwrap()
+            .into_iter()
+            .map(|(_, b)| b)
+            .collect();
+        assert_eq!(got, (10..15).map(small_event).collect::<Vec<_>>());
+        assert_eq!(
+            merkle::root_at(store, 15).unwrap(),
+            merkle::root_at(&model.tree, 15).unwrap()
+        );
+        assert_eq!(store.statement_seq(&digest(11)).unwrap(), Some(11));
+    };
+    holds_all(&store);
+    drop(store);
+    holds_all(&open(dir.path()));
+}
+
+#[test]
+fn of_two_anchored_commits_only_the_one_the_store_lost_is_committed_again() {
+    // Given two commits acknowledged by their anchor slots alone, of which
+    // the store holds the older intact and lost the newer,
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = Model::new();
+    let first = model.batch(10);
+    let older = model.batch_of(3, small_event);
+    let newer = model.batch_of(2, small_event);
+    let store = create(dir.path());
+    store.commit(&first).unwrap();
+    assert!(store.commit_anchored(&older).unwrap());
+    let before = commit_files(dir.path(), 13);
+    assert!(store.commit_anchored(&newer).unwrap());
+    drop(store);
+    for (path, len) in &before {
+        cut(path, *len);
+    }
+    // when the store opens, then it keeps the older commit as it is (the
+    // commit log does not move back) and commits the newer again.
+    let store = open(dir.path());
+    assert_eq!(store.len().unwrap(), 15);
+    assert_eq!(
+        merkle::root_at(&store, 15).unwrap(),
+        merkle::root_at(&model.tree, 15).unwrap()
+    );
+    assert_eq!(store.statement_seq(&digest(14)).unwrap(), Some(14));
+    let [(commits, Some(commits_len)), _] = commit_files(dir.path(), 15) else {
+        panic!("a commit log");
+    };
+    assert!(commits_len > before[0].1.unwrap(), "{}", commits.display());
+    drop(store);
+    assert_eq!(open(dir.path()).len().unwrap(), 15);
+}
+
+#[test]
+fn anchored_commits_the_store_holds_torn_are_cut_back_and_committed_again() {
+    // Given two commits acknowledged by their anchor slots alone, whose
+    // bundle bytes and commit record reached the disk torn in the middle
+    // (pages written back out of order before a power cut: the older
+    // commit's record and an entry of it are zeros, the newer intact),
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = Model::new();
+    let first = model.batch(10);
+    let older = model.batch_of(3, small_event);
+    let newer = model.batch_of(2, small_event);
+    let store = create(dir.path());
+    store.commit(&first).unwrap();
+    let [(commits, Some(commits_at)), (part, Some(part_at))] = commit_files(dir.path(), 10) else {
+        panic!("the first commit wrote both files");
+    };
+    assert!(store.commit_anchored(&older).unwrap());
+    assert!(store.commit_anchored(&newer).unwrap());
+    drop(store);
+    let zero = |path: &Path, at: u64, n: usize| {
+        use std::os::unix::fs::FileExt as _;
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.write_all_at(&vec![0; n], at).unwrap();
+    };
+    zero(&commits, commits_at + 4, 40);
+    zero(&part, part_at + 2, 4);
+    // when the store opens, then it cuts back to where the anchored
+    // commits begin and commits both again from the two slots.
+    let store = open(dir.path());
+    assert_eq!(store.len().unwrap(), 15);
+    let got: Vec<Vec<u8>> = store
+        .event_range(10, 15)
+        .unwrap()
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(got, (10..15).map(small_event).collect::<Vec<_>>());
+    assert_eq!(
+        merkle::root_at(&store, 15).unwrap(),
+        merkle::root_at(&model.tree, 15).unwrap()
+    );
+    for seq in [10, 12, 14] {
+        assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
+    }
+    assert_eq!(store.anchor().unwrap(), newer.checkpoint.map(|c| c.1));
+}
+
+#[test]
+fn an_anchor_ahead_of_the_store_by_more_than_its_two_slots_is_not_redone() {
+    // Given three commits anchored with their events, of which the store
+    // lost all three (the oldest one's slot was overwritten: a store that
+    // lost what was durable before the two slots' commits),
     let dir = tempfile::tempdir().unwrap();
     let mut model = Model::new();
     let first = model.batch(10);
     let lost = model.batch_of(3, small_event);
+    let middle = model.batch_of(1, small_event);
     let last = model.batch_of(2, small_event);
-    lose_anchored_commits(dir.path(), &first, &[&lost, &last]);
+    lose_anchored_commits(dir.path(), &first, &[&lost, &middle, &last]);
     // when the store opens, then it holds what survived and nothing more:
-    // the anchor, still at 15, is for the ledger's check to report.
+    // the anchor, still at 16, is for the ledger's check to report.
     let store = open(dir.path());
     assert_eq!(store.len().unwrap(), 10);
     assert_eq!(store.anchor().unwrap(), last.checkpoint.map(|c| c.1));

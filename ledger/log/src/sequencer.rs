@@ -563,7 +563,6 @@ impl<M: StateMachine> Log<M> {
             len,
             statement_filter,
         } = check_open::<M>(dir, store.as_ref())?;
-        let (tx, rx) = mpsc::sync_channel::<Request>(options.queue_depth);
         let inner = Arc::new(Inner {
             dir: dir.to_path_buf(),
             store,
@@ -576,7 +575,7 @@ impl<M: StateMachine> Log<M> {
             committed_len: AtomicU64::new(len),
             visible_len: AtomicU64::new(len),
             statement_filter,
-            queue: Mutex::new(Some(tx)),
+            queue: Mutex::new(None),
             committer: Mutex::new(Vec::new()),
             failure: Mutex::new(None),
             listeners: Mutex::new(Vec::new()),
@@ -620,65 +619,20 @@ impl<M: StateMachine> Log<M> {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             write_snapshots(&inner, &state, len, opened.frontier.root())?;
         }
-        let frontier = opened.frontier;
-        let prev_hash = opened.prev_hash;
-        let last_time = opened.last_time;
         let working = inner
             .state
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        // The committer may run a few batches ahead; the syncer merges
-        // whatever is waiting into one fsync (group commit).
-        let (durable_tx, durable_rx) = mpsc::sync_channel::<Sequenced<M::Admitted>>(8);
-        let worker = Committer {
-            inner: Arc::clone(&inner),
-            recent: RecentDigests::default(),
+        let position = WritePosition {
             working,
-            frontier,
-            prev_hash,
-            last_time,
-            syncer: Some(durable_tx),
+            frontier: opened.frontier,
+            prev_hash: opened.prev_hash,
+            last_time: opened.last_time,
         };
-        let (publish_tx, publish_rx) = mpsc::sync_channel::<Sequenced<M::Admitted>>(8);
-        let store_inner = Arc::clone(&inner);
-        let store_stage = std::thread::Builder::new()
-            .name("docket-store".into())
-            .spawn(move || {
-                Syncer {
-                    inner: store_inner,
-                    since_snapshot: 0,
-                    last: None,
-                }
-                .run_store(durable_rx, publish_tx)
-            })
-            .map_err(|e| LogError::io("store thread", e))?;
-        let sync_inner = Arc::clone(&inner);
-        let syncer = std::thread::Builder::new()
-            .name("docket-publish".into())
-            .spawn(move || {
-                Syncer {
-                    inner: sync_inner,
-                    since_snapshot: 0,
-                    last: None,
-                }
-                .run(publish_rx)
-            })
-            .map_err(|e| LogError::io("publish thread", e))?;
-        let (verified_tx, verified_rx) = mpsc::sync_channel::<Verified>(2);
-        let verify_inner = Arc::clone(&inner);
-        let verifier = std::thread::Builder::new()
-            .name("docket-verify".into())
-            .spawn(move || verify_stage(verify_inner, rx, verified_tx))
-            .map_err(|e| LogError::io("verify thread", e))?;
-        let committer = std::thread::Builder::new()
-            .name("docket-committer".into())
-            .spawn(move || worker.run(verified_rx))
-            .map_err(|e| LogError::io("committer thread", e))?;
-        // Joined in this order on close: the verify stage ends when the queue
-        // closes, the committer when the verify stage ends, the syncer when
-        // the committer ends.
-        lock(&inner.committer).extend([verifier, committer, store_stage, syncer]);
+        let (tx, threads) = start_write_path(&inner, position)?;
+        *lock(&inner.queue) = Some(tx);
+        lock(&inner.committer).extend(threads);
         let handle = Arc::new(Handle {
             inner: Arc::clone(&inner),
         });
@@ -1035,6 +989,112 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Where the write path resumes: the working state and the tree's frontier,
+/// previous leaf hash and ledger time after the last durable event.
+struct WritePosition<M> {
+    working: M,
+    frontier: Frontier,
+    prev_hash: Hash,
+    last_time: u64,
+}
+
+/// Starts the write path's four threads (verify, committer, store,
+/// publish) over `inner` from `position`; returns the request queue's
+/// sender and the threads, to be joined in this order on close (the verify
+/// stage ends when the queue closes, the committer when the verify stage
+/// ends, the store stage when the committer ends, the publisher last).
+fn start_write_path<M: StateMachine>(
+    inner: &Arc<Inner<M>>,
+    position: WritePosition<M>,
+) -> Result<(SyncSender<Request>, Vec<JoinHandle<()>>)> {
+    let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(f)
+            .map_err(|e| LogError::io(format!("{name} thread"), e))
+    };
+    let (tx, rx) = mpsc::sync_channel::<Request>(inner.options.queue_depth);
+    // The committer may run a few batches ahead; the store stage merges
+    // whatever is waiting into one fsync (group commit).
+    let (durable_tx, durable_rx) = mpsc::sync_channel::<Sequenced<M::Admitted>>(8);
+    let committer = Arc::new(Stage::new(Committer {
+        inner: Arc::clone(inner),
+        recent: RecentDigests::default(),
+        working: position.working,
+        frontier: position.frontier,
+        prev_hash: position.prev_hash,
+        last_time: position.last_time,
+        syncer: Some(durable_tx),
+    }));
+    let publisher = Arc::new(Stage::new(Syncer {
+        inner: Arc::clone(inner),
+        since_snapshot: 0,
+        last: None,
+    }));
+    let (publish_tx, publish_rx) = mpsc::sync_channel::<Sequenced<M::Admitted>>(8);
+    let store_inner = Arc::clone(inner);
+    let store_publisher = Arc::clone(&publisher);
+    let store_stage = spawn(
+        "docket-store",
+        Box::new(move || run_store(&store_inner, durable_rx, &store_publisher, publish_tx)),
+    )?;
+    let publish_stage = spawn(
+        "docket-publish",
+        Box::new(move || run_publish(&publisher, publish_rx)),
+    )?;
+    let (verified_tx, verified_rx) = mpsc::sync_channel::<Verified>(2);
+    let verify_inner = Arc::clone(inner);
+    let verify_committer = Arc::clone(&committer);
+    let verify = spawn(
+        "docket-verify",
+        Box::new(move || verify_stage(&verify_inner, rx, &verify_committer, verified_tx)),
+    )?;
+    let committer_inner = Arc::clone(inner);
+    let committer_stage = spawn(
+        "docket-committer",
+        Box::new(move || run_committer(&committer_inner, &committer, verified_rx)),
+    )?;
+    Ok((
+        tx,
+        vec![verify, committer_stage, store_stage, publish_stage],
+    ))
+}
+
+/// A stage's owned state, which the stage before it may use itself when
+/// this stage is idle (run to completion): an idle pipeline hands one
+/// caller's batch from thread to thread at 6–20 µs a wake-up, more than
+/// the work of the stage it wakes (docs/BENCHMARKS.md). Only the stage
+/// before sends to this one, so when it reads `pending` as zero, this
+/// stage has handed on everything it was sent, and work done in its place
+/// follows that in order.
+struct Stage<T> {
+    state: Mutex<T>,
+    /// Batches sent to this stage's thread and not yet handed on by it.
+    pending: std::sync::atomic::AtomicUsize,
+}
+
+impl<T> Stage<T> {
+    fn new(state: T) -> Self {
+        Self {
+            state: Mutex::new(state),
+            pending: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// This stage's state, to do its work in its place, when its thread
+    /// holds nothing sent to it.
+    fn idle(&self) -> Option<std::sync::MutexGuard<'_, T>> {
+        (self.pending.load(Ordering::Acquire) == 0).then(|| lock(&self.state))
+    }
+}
+
+/// Why appends are refused after a stage stopped: the recorded failure.
+fn failure_reason<M>(inner: &Inner<M>) -> String {
+    lock(&inner.failure)
+        .clone()
+        .unwrap_or_else(|| "ledger failed".into())
+}
+
 fn sign_checkpoint<M>(inner: &Inner<M>, size: u64, root: Hash) -> String {
     let body = Checkpoint {
         origin: inner.origin.clone(),
@@ -1348,9 +1408,14 @@ fn fail_requests(requests: Vec<Request>, why: &str) {
 
 /// Stage 1 of the write path: take everything queued (up to `max_batch`
 /// statements), verify the signatures on all cores, hand the batch to the
-/// committer. Runs concurrently with the committer's fsync of the previous
-/// batch.
-fn verify_stage<M>(inner: Arc<Inner<M>>, rx: Receiver<Request>, tx: SyncSender<Verified>) {
+/// committer, or sequence it here when the committer is idle ([`Stage`]).
+/// Runs concurrently with the store's fsync of the previous batch.
+fn verify_stage<M: StateMachine>(
+    inner: &Inner<M>,
+    rx: Receiver<Request>,
+    committer: &Stage<Committer<M>>,
+    tx: SyncSender<Verified>,
+) {
     while let Ok(first) = rx.recv() {
         let mut requests = vec![first];
         let mut count = requests[0].statements.len();
@@ -1390,57 +1455,79 @@ fn verify_stage<M>(inner: Arc<Inner<M>>, rx: Receiver<Request>, tx: SyncSender<V
             })
             .collect();
         drop(all);
-        if let Err(mpsc::SendError(v)) = tx.send(Verified {
+        let verified = Verified {
             requests,
             signatures,
             digests,
             prior,
             seen_len,
-        }) {
-            fail_requests(v.requests, "ledger failed");
+        };
+        let refused = if let Some(mut idle) = committer.idle() {
+            idle.commit_group(vec![verified]).err()
+        } else {
+            committer.pending.fetch_add(1, Ordering::AcqRel);
+            tx.send(verified).err().map(|mpsc::SendError(v)| v.requests)
+        };
+        if let Some(requests) = refused {
+            let why = failure_reason(inner);
+            fail_requests(requests, &why);
             while let Ok(r) = rx.try_recv() {
-                fail_requests(vec![r], "ledger failed");
+                fail_requests(vec![r], &why);
             }
             return;
         }
     }
 }
 
-impl<M: StateMachine> Committer<M> {
-    fn run(mut self, rx: Receiver<Verified>) {
-        while let Ok(first) = rx.recv() {
-            let mut group = vec![first];
-            let mut count = group[0].signatures.len();
-            // Merge whatever else is already verified into one commit.
-            while count < 2 * self.inner.options.max_batch {
-                match rx.try_recv() {
-                    Ok(v) => {
-                        count += v.signatures.len();
-                        group.push(v);
-                    }
-                    Err(_) => break,
+/// Stage 2's thread: sequences the batches the verify stage handed over,
+/// merging whatever else is already verified into one commit.
+fn run_committer<M: StateMachine>(
+    inner: &Inner<M>,
+    stage: &Stage<Committer<M>>,
+    rx: Receiver<Verified>,
+) {
+    while let Ok(first) = rx.recv() {
+        let mut committer = lock(&stage.state);
+        let mut group = vec![first];
+        let mut count = group[0].signatures.len();
+        while count < 2 * inner.options.max_batch {
+            match rx.try_recv() {
+                Ok(v) => {
+                    count += v.signatures.len();
+                    group.push(v);
                 }
-            }
-            let sequenced = self.sequence(group);
-            let sent = match &self.syncer {
-                Some(tx) => tx.send(sequenced).map_err(|mpsc::SendError(s)| s),
-                None => Err(sequenced),
-            };
-            if let Err(sequenced) = sent {
-                // The syncer stopped (fail-stop): refuse this batch and
-                // everything still queued.
-                let why = lock(&self.inner.failure)
-                    .clone()
-                    .unwrap_or_else(|| "ledger failed".into());
-                fail_requests(sequenced.requests, &why);
-                while let Ok(v) = rx.try_recv() {
-                    fail_requests(v.requests, &why);
-                }
-                return;
+                Err(_) => break,
             }
         }
-        // Queue closed: dropping the sender lets the syncer finish.
-        drop(self.syncer.take());
+        let merged = group.len();
+        let refused = committer.commit_group(group);
+        // Under the lock: the verify stage may sequence in this stage's
+        // place only after this batch has been handed on.
+        stage.pending.fetch_sub(merged, Ordering::AcqRel);
+        if let Err(requests) = refused {
+            // The store stage stopped (fail-stop): refuse this batch and
+            // everything still queued.
+            let why = failure_reason(inner);
+            fail_requests(requests, &why);
+            while let Ok(v) = rx.try_recv() {
+                fail_requests(v.requests, &why);
+            }
+            return;
+        }
+    }
+    // Queue closed: dropping the sender lets the store stage finish.
+    drop(lock(&stage.state).syncer.take());
+}
+
+impl<M: StateMachine> Committer<M> {
+    /// Sequences `group` and hands it to the store stage; the requests to
+    /// refuse when that stage has stopped (fail-stop).
+    fn commit_group(&mut self, group: Vec<Verified>) -> std::result::Result<(), Vec<Request>> {
+        let sequenced = self.sequence(group);
+        match &self.syncer {
+            Some(tx) => tx.send(sequenced).map_err(|mpsc::SendError(s)| s.requests),
+            None => Err(sequenced.requests),
+        }
     }
 
     /// Sequences one group against the working state: no lock, no I/O
@@ -1594,71 +1681,96 @@ impl<M: StateMachine> Committer<M> {
     }
 }
 
-impl<M: StateMachine> Syncer<M> {
-    /// The store half: commit each (merged) batch with its fsyncs, then hand
-    /// it to the publisher, so the anchor write of batch N overlaps the store
-    /// commit of batch N+1.
-    fn run_store(
-        self,
-        rx: Receiver<Sequenced<M::Admitted>>,
-        publish: SyncSender<Sequenced<M::Admitted>>,
-    ) {
-        while let Ok(mut sequenced) = rx.recv() {
-            // Group commit: everything already sequenced goes to disk with
-            // this batch, in one store commit.
-            while let Ok(next) = rx.try_recv() {
-                sequenced.merge(next);
-            }
-            if sequenced.note.is_some() {
-                match self.inner.store.commit_anchored(&sequenced.batch) {
-                    Ok(anchored) => sequenced.anchored = anchored,
-                    Err(e) => {
-                        self.fail_stop(&e, sequenced, &rx);
-                        return;
-                    }
+/// The store stage: commit each (merged) batch with its fsyncs, then
+/// publish it here when the publisher is idle and the store anchored the
+/// batch ([`Stage`]), or hand it to the publisher, so that the anchor
+/// write of batch N overlaps the store commit of batch N+1.
+fn run_store<M: StateMachine>(
+    inner: &Inner<M>,
+    rx: Receiver<Sequenced<M::Admitted>>,
+    publisher: &Stage<Syncer<M>>,
+    publish: SyncSender<Sequenced<M::Admitted>>,
+) {
+    while let Ok(mut sequenced) = rx.recv() {
+        // Group commit: everything already sequenced goes to disk with
+        // this batch, in one store commit.
+        while let Ok(next) = rx.try_recv() {
+            sequenced.merge(next);
+        }
+        if sequenced.note.is_some() {
+            match inner.store.commit_anchored(&sequenced.batch) {
+                Ok(anchored) => sequenced.anchored = anchored,
+                Err(e) => {
+                    lock(&publisher.state).fail_stop(&e, sequenced, &rx);
+                    return;
                 }
             }
-            if let Err(mpsc::SendError(s)) = publish.send(sequenced) {
-                // The publisher stopped (fail-stop): refuse the rest.
-                let why = lock(&self.inner.failure)
-                    .clone()
-                    .unwrap_or_else(|| "ledger failed".into());
+        }
+        // A batch with an anchor still to write goes to the publisher's
+        // thread: that fdatasync overlaps the next commit.
+        let anchored = sequenced.anchored || sequenced.note.is_none();
+        if anchored && let Some(mut idle) = publisher.idle() {
+            match idle.make_durable(sequenced) {
+                Ok(()) => continue,
+                Err(failed) => {
+                    let (e, sequenced) = *failed;
+                    idle.fail_stop(&e, sequenced, &rx);
+                    // As after the publisher's own fail-stop: no snapshots
+                    // when its thread ends.
+                    idle.last = None;
+                    return;
+                }
+            }
+        }
+        publisher.pending.fetch_add(1, Ordering::AcqRel);
+        if let Err(mpsc::SendError(s)) = publish.send(sequenced) {
+            // The publisher stopped (fail-stop): refuse the rest.
+            let why = failure_reason(inner);
+            fail_requests(s.requests, &why);
+            while let Ok(s) = rx.try_recv() {
                 fail_requests(s.requests, &why);
-                while let Ok(s) = rx.try_recv() {
-                    fail_requests(s.requests, &why);
-                }
-                return;
             }
+            return;
         }
     }
+}
 
-    /// The publish half: anchor, fold into the durable state, publish,
-    /// reply. Batches arrive durable in the store, in order.
-    fn run(mut self, rx: Receiver<Sequenced<M::Admitted>>) {
-        while let Ok(mut sequenced) = rx.recv() {
-            // Everything already stored is anchored with one write.
-            while let Ok(next) = rx.try_recv() {
-                sequenced.merge(next);
-            }
-            if let Err(failed) = self.make_durable(sequenced) {
-                let (e, sequenced) = *failed;
-                self.fail_stop(&e, sequenced, &rx);
-                return;
-            }
+/// The publish stage's thread: anchor, fold into the durable state,
+/// publish, reply. Batches arrive durable in the store, in order.
+fn run_publish<M: StateMachine>(stage: &Stage<Syncer<M>>, rx: Receiver<Sequenced<M::Admitted>>) {
+    while let Ok(mut sequenced) = rx.recv() {
+        let mut publisher = lock(&stage.state);
+        // Everything already stored is anchored with one write.
+        let mut merged = 1;
+        while let Ok(next) = rx.try_recv() {
+            sequenced.merge(next);
+            merged += 1;
         }
-        // The committer ended (close): final snapshots of the durable state.
-        if let Some((len, root)) = self.last {
-            let state = self
-                .inner
-                .state
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Err(e) = write_snapshots(&self.inner, &state, len, root) {
-                tracing::warn!("writing snapshots on close failed: {e}");
-            }
+        if let Err(failed) = publisher.make_durable(sequenced) {
+            let (e, sequenced) = *failed;
+            publisher.fail_stop(&e, sequenced, &rx);
+            // Never zero again: the store stage publishes nothing more.
+            return;
+        }
+        // Under the lock: the store stage may publish in this stage's
+        // place only after this batch is published.
+        stage.pending.fetch_sub(merged, Ordering::AcqRel);
+    }
+    // The store stage ended (close): final snapshots of the durable state.
+    let publisher = lock(&stage.state);
+    if let Some((len, root)) = publisher.last {
+        let state = publisher
+            .inner
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(e) = write_snapshots(&publisher.inner, &state, len, root) {
+            tracing::warn!("writing snapshots on close failed: {e}");
         }
     }
+}
 
+impl<M: StateMachine> Syncer<M> {
     fn make_durable(
         &mut self,
         s: Sequenced<M::Admitted>,

@@ -24,14 +24,12 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use super::{
-    CheckedOpen, Committer, Handle, Inner, Log, LogOptions, Metrics, RecentDigests, Request,
-    Sequenced, Syncer, Verified, check_open, lock, run_scrub, sign_checkpoint, verify_stage,
-    write_snapshots,
+    CheckedOpen, Handle, Inner, Log, LogOptions, Metrics, WritePosition, check_open, lock,
+    run_scrub, sign_checkpoint, start_write_path, write_snapshots,
 };
 use crate::checkpoint::{self, NoteVerifier};
 use crate::error::{LogError, Result};
@@ -502,59 +500,16 @@ fn promote<M: StateMachine>(inner: &Arc<Inner<M>>) -> Result<()> {
     if inner.stopping.load(Ordering::Acquire) {
         return Err(LogError::Closed("the ledger was closed".into()));
     }
-    let (tx, rx) = mpsc::sync_channel::<Request>(inner.options.queue_depth);
-    let (durable_tx, durable_rx) = mpsc::sync_channel::<Sequenced<M::Admitted>>(8);
-    let worker = Committer {
-        inner: Arc::clone(inner),
-        recent: RecentDigests::default(),
-        working,
-        frontier: position.frontier.clone(),
-        prev_hash: position.prev_hash,
-        last_time: position.last_time,
-        syncer: Some(durable_tx),
-    };
-    let (publish_tx, publish_rx) = mpsc::sync_channel::<Sequenced<M::Admitted>>(8);
-    let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
-        std::thread::Builder::new()
-            .name(name.into())
-            .spawn(f)
-            .map_err(|e| LogError::io(format!("{name} thread"), e))
-    };
-    let store_inner = Arc::clone(inner);
-    let store_stage = spawn(
-        "docket-store",
-        Box::new(move || {
-            Syncer {
-                inner: store_inner,
-                since_snapshot: 0,
-                last: None,
-            }
-            .run_store(durable_rx, publish_tx);
-        }),
+    let (tx, threads) = start_write_path(
+        inner,
+        WritePosition {
+            working,
+            frontier: position.frontier.clone(),
+            prev_hash: position.prev_hash,
+            last_time: position.last_time,
+        },
     )?;
-    let sync_inner = Arc::clone(inner);
-    let syncer = spawn(
-        "docket-publish",
-        Box::new(move || {
-            Syncer {
-                inner: sync_inner,
-                since_snapshot: 0,
-                last: None,
-            }
-            .run(publish_rx);
-        }),
-    )?;
-    let (verified_tx, verified_rx) = mpsc::sync_channel::<Verified>(2);
-    let verify_inner = Arc::clone(inner);
-    let verifier_thread = spawn(
-        "docket-verify",
-        Box::new(move || verify_stage(verify_inner, rx, verified_tx)),
-    )?;
-    let committer = spawn(
-        "docket-committer",
-        Box::new(move || worker.run(verified_rx)),
-    )?;
-    lock(&inner.committer).extend([verifier_thread, committer, store_stage, syncer]);
+    lock(&inner.committer).extend(threads);
     *queue = Some(tx);
     *guard = None;
     Ok(())

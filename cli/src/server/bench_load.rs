@@ -350,9 +350,18 @@ pub fn run(ctx: &Ctx, args: &BenchLoadArgs) -> Result<u8> {
         .into());
     }
     let admin = crate::core_cmds::load_key(&args.key)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    // One client is one task: a runtime of one thread hands its response
+    // from the connection to the caller without a wake-up across threads
+    // (as a single-threaded client such as pgbench does).
+    let runtime = if args.clients == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+    };
     let report = runtime.block_on(async {
         let writer = register_writer(&url, &admin, "bench-load").await?;
         let mode = if args.stream {

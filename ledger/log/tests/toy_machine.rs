@@ -530,6 +530,23 @@ proptest! {
 struct BreakableStore {
     inner: std::sync::Arc<dyn Store>,
     broken: std::sync::atomic::AtomicBool,
+    /// Commits still succeed but anchor nothing themselves, and every
+    /// anchor write fails (the publish stage's own fdatasync).
+    anchor_broken: std::sync::atomic::AtomicBool,
+}
+
+impl BreakableStore {
+    fn over(dir: &Path) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(BreakableStore {
+            inner: docket_log::sequencer::open_local_store(dir).unwrap(),
+            broken: std::sync::atomic::AtomicBool::new(false),
+            anchor_broken: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    fn no_space() -> LogError {
+        LogError::io("log/db", std::io::Error::other("No space left on device"))
+    }
 }
 
 impl docket_log::merkle::NodeSource for BreakableStore {
@@ -545,12 +562,19 @@ impl docket_log::merkle::NodeSource for BreakableStore {
 impl Store for BreakableStore {
     fn commit(&self, batch: &docket_log::store::CommitBatch) -> docket_log::Result<()> {
         if self.broken.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(LogError::io(
-                "log/db",
-                std::io::Error::other("No space left on device"),
-            ));
+            return Err(Self::no_space());
         }
         self.inner.commit(batch)
+    }
+    fn commit_anchored(&self, batch: &docket_log::store::CommitBatch) -> docket_log::Result<bool> {
+        if self.anchor_broken.load(std::sync::atomic::Ordering::SeqCst) {
+            self.commit(batch)?;
+            return Ok(false);
+        }
+        if self.broken.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Self::no_space());
+        }
+        self.inner.commit_anchored(batch)
     }
     fn len(&self) -> docket_log::Result<u64> {
         self.inner.len()
@@ -580,6 +604,9 @@ impl Store for BreakableStore {
         self.inner.anchor()
     }
     fn put_anchor(&self, note: &str) -> docket_log::Result<()> {
+        if self.anchor_broken.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Self::no_space());
+        }
         self.inner.put_anchor(note)
     }
 }
@@ -588,10 +615,7 @@ impl Store for BreakableStore {
 fn given_a_storage_error_when_appending_then_the_log_fails_stop_showing_only_committed_state() {
     let dir = tempfile::tempdir().unwrap();
     create(dir.path()).close().unwrap();
-    let store = std::sync::Arc::new(BreakableStore {
-        inner: docket_log::sequencer::open_local_store(dir.path()).unwrap(),
-        broken: std::sync::atomic::AtomicBool::new(false),
-    });
+    let store = BreakableStore::over(dir.path());
     let log = ToyLog::open_with_store(dir.path(), store.clone(), LogOptions::default()).unwrap();
     let failures = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let seen = failures.clone();
@@ -628,6 +652,106 @@ fn given_a_storage_error_when_appending_then_the_log_fails_stop_showing_only_com
     assert_eq!(log.len(), 5);
     assert_eq!(*log.state(), committed);
     log.append(set("z", "after", &a)).unwrap();
+}
+
+#[test]
+fn given_many_writers_when_the_disk_fails_mid_stream_then_every_acknowledged_append_survives_and_the_rest_are_refused()
+ {
+    // Run to completion (a stage doing the next one's work while that one
+    // is idle) and the hand-offs between threads both happen under eight
+    // writers; a failure of the store's commit, or of the publish stage's
+    // anchor write, must stop both the same way.
+    for break_the_anchor in [false, true] {
+        // Given a ledger with eight writers appending one at a time,
+        let dir = tempfile::tempdir().unwrap();
+        create(dir.path()).close().unwrap();
+        let store = BreakableStore::over(dir.path());
+        let log =
+            ToyLog::open_with_store(dir.path(), store.clone(), LogOptions::default()).unwrap();
+        let acknowledged = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for w in 0..8u8 {
+                let (log, acknowledged) = (&log, &acknowledged);
+                s.spawn(move || {
+                    let key = author(w + 1);
+                    let mut last = None;
+                    for i in 0..400 {
+                        match log.append(set(&format!("w{w}"), &i.to_string(), &key)) {
+                            Ok(r) => {
+                                // One writer's appends are sequenced in order.
+                                assert!(last < Some(r.seq), "{last:?} then {}", r.seq);
+                                last = Some(r.seq);
+                                acknowledged.lock().unwrap().push(r);
+                            }
+                            Err(LogError::Closed(_)) => return,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                });
+            }
+            // and one more keeping many statements in flight, whose
+            // receipts must follow the order it submitted them in,
+            let (log_ref, acknowledged_ref) = (&log, &acknowledged);
+            s.spawn(move || {
+                let key = author(10);
+                let mut in_flight = std::collections::VecDeque::new();
+                let mut last = None;
+                for i in 0..2000 {
+                    match log_ref.submit(vec![set("stream", &i.to_string(), &key)]) {
+                        Ok(rx) => in_flight.push_back(rx),
+                        Err(_) => break,
+                    }
+                    while in_flight.len() > 16 || (i == 1999 && !in_flight.is_empty()) {
+                        let Some(rx) = in_flight.pop_front() else {
+                            break;
+                        };
+                        let Ok(mut results) = rx.recv() else { return };
+                        match results.pop() {
+                            Some(Ok(r)) => {
+                                assert!(last < Some(r.seq), "{last:?} then {}", r.seq);
+                                last = Some(r.seq);
+                                acknowledged_ref.lock().unwrap().push(r);
+                            }
+                            Some(Err(LogError::Closed(_))) => return,
+                            other => panic!("{other:?}"),
+                        }
+                    }
+                }
+            });
+            // when the disk fails once some have been acknowledged,
+            while log.len() < 200 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let flag = if break_the_anchor {
+                &store.anchor_broken
+            } else {
+                &store.broken
+            };
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        // then the log failed stop, refuses more, and every receipt it gave
+        // is in the log after a restart, with its leaf hash.
+        assert!(log.failure().is_some(), "anchor broken: {break_the_anchor}");
+        assert!(matches!(
+            log.append(set("after", "1", &author(9))),
+            Err(LogError::Closed(_))
+        ));
+        let acknowledged = acknowledged.into_inner().unwrap();
+        assert!(acknowledged.len() >= 200 && acknowledged.len() < 5200);
+        drop(log);
+        drop(store);
+        let log = open(dir.path()).unwrap();
+        assert!(log.len() >= acknowledged.len() as u64);
+        for r in &acknowledged {
+            assert_eq!(
+                log.leaf_hash(r.seq).unwrap(),
+                r.leaf_hash,
+                "event {}",
+                r.seq
+            );
+        }
+        log.append(set("z", "after", &author(1))).unwrap();
+    }
 }
 
 #[test]

@@ -2,6 +2,7 @@
 # Docket next to PostgreSQL doing the same work, in one run, on this machine.
 #
 #   scripts/bench-vs-postgres.sh [SECONDS]      (default 8 s per measurement)
+#   DOCKET_BIN=/path/to/docket scripts/bench-vs-postgres.sh   (a given build, not this tree's)
 #
 # Docket: a release `docket serve` on a fresh embedded ledger, driven by
 # `docket bench-load` over gRPC: unary `Ledger.Append` and `Ledger.AppendStream`
@@ -36,9 +37,15 @@ as_pg() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; f
 echo "== machine"
 echo "$(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 
-echo "== building docket (release)"
-(cd "$ROOT" && cargo build --release -p docket --quiet)
-DOCKET="$ROOT/target/release/docket"
+if [[ -n "${DOCKET_BIN:-}" ]]; then
+  # Another build, to compare two binaries in the same minutes.
+  DOCKET="$DOCKET_BIN"
+  echo "== docket binary $DOCKET (DOCKET_BIN)"
+else
+  echo "== building docket (release)"
+  (cd "$ROOT" && cargo build --release -p docket --quiet)
+  DOCKET="$ROOT/target/release/docket"
+fi
 
 # --- PostgreSQL -------------------------------------------------------------
 PGBIN=""

@@ -172,7 +172,8 @@ fn presign(
     out
 }
 
-/// Runs the load and measures it. Must run on a multi-threaded runtime.
+/// Runs the load and measures it (on any runtime: `run` gives one client a
+/// one-thread runtime, more clients a multi-threaded one).
 /// `presigned` statements (in total) are signed before the clock starts.
 #[allow(
     clippy::too_many_arguments,

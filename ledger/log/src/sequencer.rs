@@ -1,5 +1,8 @@
 //! The sequencer: one verify stage and one committer thread doing group
 //! commit over a [`Store`], generic over the [`StateMachine`] it feeds.
+//! An idle pipeline runs to completion: a stage whose next stage holds no
+//! batch does that stage's work itself instead of waking its thread
+//! (`Stage`).
 //!
 //! Write path (see ARCHITECTURE.md): callers hand statements to a bounded
 //! queue (back-pressure: a full queue blocks the caller). The verify stage

@@ -28,9 +28,13 @@
 //! so opening reads the same few files whatever the log's size.
 //!
 //! [`Store::commit_anchored`] writes the anchor too, with the commit's
-//! events as its redo, fdatasynced beside the bundle and the commit log,
-//! when they fit one anchor slot; an open that finds the anchor ahead of
-//! the store by exactly that redo commits it again (FORMAT.md §9).
+//! events as its redo, when they fit one anchor slot: for a commit that
+//! fills no bundle, the slot's fdatasync is the only one the commit waits
+//! for (the bundle's and the commit log's run in the background and end
+//! before the next commit writes the other slot); otherwise it is
+//! fdatasynced beside the bundle and the commit log. An open that finds
+//! the store short of, or torn within, the commits the two slots carry
+//! commits them again (FORMAT.md §9).
 //!
 //! At open the store's length is that of the last valid commit record whose
 //! events are all present; bytes past it (a commit that never returned) are

@@ -981,8 +981,8 @@ struct Writer {
     commits_syncer: Option<BundleSyncer>,
     /// The fdatasyncs of the open bundle and the commit log still running
     /// after a commit that its anchor slot alone acknowledged (its redo
-    /// holds the events): they finish before the next anchor slot is
-    /// written or anything else is synced ([`TileStore::settle`]).
+    /// holds the events): the next commit waits for them before it writes
+    /// anything ([`TileStore::settle`]).
     in_flight: Option<InFlight>,
 }
 
@@ -2033,6 +2033,12 @@ impl TileStore {
                 "a commit's Merkle leaves do not match its events".into(),
             ));
         }
+        // A commit acknowledged by its anchor slot alone left the bundle's
+        // and the commit log's fdatasyncs running: they finish first, so
+        // that the store is durable up to this commit's first event before
+        // it syncs anything or writes its anchor slot (the slot it
+        // overwrites may hold the redo of the commit before the last).
+        self.settle(w)?;
         self.cut_commit_log(w)?;
         // Events into bundles.
         let mut large_written = false;
@@ -2125,12 +2131,6 @@ impl TileStore {
         self.commits
             .write_all_at(&record, start)
             .map_err(|e| LogError::io(&self.commits_path, e))?;
-        // A commit acknowledged by its anchor slot alone left the bundle's
-        // and the commit log's fdatasyncs running: they finish first, so
-        // that the store is durable up to this commit's first event before
-        // its anchor slot is written (the slot it overwrites may hold the
-        // redo of the commit before the last).
-        self.settle(w)?;
         let size = batch.checkpoint.as_ref().map(|c| c.0);
         match anchor_slot {
             Some(slot) if !filled_a_bundle && wrote_part => {
@@ -2505,6 +2505,7 @@ impl Store for TileStore {
     fn put_checkpoints(&self, checkpoints: &[(u64, String)]) -> Result<()> {
         let mut guard = self.lock_writer()?;
         let w = &mut *guard;
+        self.settle(w)?;
         self.cut_commit_log(w)?;
         let mut bytes = Vec::new();
         let mut records = Vec::new();

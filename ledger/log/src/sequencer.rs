@@ -1243,9 +1243,11 @@ impl<A> Sequenced<A> {
     }
 }
 
-/// Stage 3: makes each sequenced batch durable (store commit with fsync,
-/// then the anchor), folds it into the durable state under a short write
-/// lock, publishes the new length and replies. A storage error is
+/// The publish stage's state (stage 4, after the store stage's commit):
+/// anchors each durable batch the store did not anchor, folds it into the
+/// durable state under a short write lock, publishes the new length and
+/// replies; run on its own thread ([`run_publish`]) or, when that thread
+/// is idle, by the store stage ([`run_store`]). A storage error is
 /// fail-stop: the durable state never saw the failed batch.
 struct Syncer<M> {
     inner: Arc<Inner<M>>,

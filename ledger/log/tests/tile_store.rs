@@ -435,6 +435,26 @@ fn lose_anchored_commits(dir: &Path, first: &CommitBatch, anchored: &[&CommitBat
     }
 }
 
+/// The store holds `model`'s events 0..15 (ten, then two anchored commits
+/// of three and two small events) with their root and statements.
+fn holds_the_fifteen(store: &TileStore, model: &Model) {
+    assert_eq!(store.len().unwrap(), 15);
+    let got: Vec<Vec<u8>> = store
+        .event_range(10, 15)
+        .unwrap()
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(got, (10..15).map(small_event).collect::<Vec<_>>());
+    assert_eq!(
+        merkle::root_at(store, 15).unwrap(),
+        merkle::root_at(&model.tree, 15).unwrap()
+    );
+    for seq in [10, 12, 14] {
+        assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
+    }
+}
+
 #[test]
 fn the_last_two_anchored_commits_lost_by_the_store_are_committed_again() {
     // Given two commits acknowledged by their anchor slots alone, of which
@@ -449,24 +469,9 @@ fn the_last_two_anchored_commits_lost_by_the_store_are_committed_again() {
     // when the store opens, then it commits both again from the two slots.
     let store = open(dir.path());
     assert_eq!(store.anchor().unwrap(), newer.checkpoint.map(|c| c.1));
-    let holds_all = |store: &TileStore| {
-        assert_eq!(store.len().unwrap(), 15);
-        let got: Vec<Vec<u8>> = store
-            .event_range(10, 15)
-            .unwrap()
-            .into_iter()
-            .map(|(_, b)| b)
-            .collect();
-        assert_eq!(got, (10..15).map(small_event).collect::<Vec<_>>());
-        assert_eq!(
-            merkle::root_at(store, 15).unwrap(),
-            merkle::root_at(&model.tree, 15).unwrap()
-        );
-        assert_eq!(store.statement_seq(&digest(11)).unwrap(), Some(11));
-    };
-    holds_all(&store);
+    holds_the_fifteen(&store, &model);
     drop(store);
-    holds_all(&open(dir.path()));
+    holds_the_fifteen(&open(dir.path()), &model);
 }
 
 #[test]
@@ -490,12 +495,7 @@ fn of_two_anchored_commits_only_the_one_the_store_lost_is_committed_again() {
     // when the store opens, then it keeps the older commit as it is (the
     // commit log does not move back) and commits the newer again.
     let store = open(dir.path());
-    assert_eq!(store.len().unwrap(), 15);
-    assert_eq!(
-        merkle::root_at(&store, 15).unwrap(),
-        merkle::root_at(&model.tree, 15).unwrap()
-    );
-    assert_eq!(store.statement_seq(&digest(14)).unwrap(), Some(14));
+    holds_the_fifteen(&store, &model);
     let [(commits, Some(commits_len)), _] = commit_files(dir.path(), 15) else {
         panic!("a commit log");
     };
@@ -533,21 +533,7 @@ fn anchored_commits_the_store_holds_torn_are_cut_back_and_committed_again() {
     // when the store opens, then it cuts back to where the anchored
     // commits begin and commits both again from the two slots.
     let store = open(dir.path());
-    assert_eq!(store.len().unwrap(), 15);
-    let got: Vec<Vec<u8>> = store
-        .event_range(10, 15)
-        .unwrap()
-        .into_iter()
-        .map(|(_, b)| b)
-        .collect();
-    assert_eq!(got, (10..15).map(small_event).collect::<Vec<_>>());
-    assert_eq!(
-        merkle::root_at(&store, 15).unwrap(),
-        merkle::root_at(&model.tree, 15).unwrap()
-    );
-    for seq in [10, 12, 14] {
-        assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
-    }
+    holds_the_fifteen(&store, &model);
     assert_eq!(store.anchor().unwrap(), newer.checkpoint.map(|c| c.1));
 }
 

@@ -492,8 +492,9 @@ fn of_two_anchored_commits_only_the_one_the_store_lost_is_committed_again() {
     for (path, len) in &before {
         cut(path, *len);
     }
-    // when the store opens, then it keeps the older commit as it is (the
-    // commit log does not move back) and commits the newer again.
+    // when the store opens, then it commits the newer again after the
+    // older (whether it keeps the older's bytes or cuts back and rewrites
+    // them, the store ends the same: only the result is checked here).
     let store = open(dir.path());
     holds_the_fifteen(&store, &model);
     let [(commits, Some(commits_len)), _] = commit_files(dir.path(), 15) else {

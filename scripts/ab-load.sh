@@ -7,11 +7,12 @@
 #   scripts/ab-load.sh SECONDS "CLIENTS:MODE ..." BIN [BIN ...]
 #   scripts/ab-load.sh 4 "1:unary 16:unary 64:stream" /tmp/before target/release/docket /tmp/before target/release/docket
 #
-# MODE is unary or stream (8 in flight per client). Prints one line per
-# binary and case: appends/s, p50 and p99 in ms.
+# MODE is unary, h2 (unary from the lean client, --raw-h2) or stream (8 in
+# flight per client). Prints one line per binary and case: appends/s, p50
+# and p99 in ms.
 set -euo pipefail
 if [[ $# -lt 3 ]]; then
-  sed -n '2,11p' "$0" >&2
+  sed -n '2,12p' "$0" >&2
   exit 2
 fi
 SECS=$1
@@ -33,6 +34,7 @@ for bin in "$@"; do
     mode=${case##*:}
     extra=()
     [[ $mode == stream ]] && extra=(--stream --window 8)
+    [[ $mode == h2 ]] && extra=(--raw-h2)
     result="$("$bin" --json --server "http://127.0.0.1:$port" bench-load \
       --key "$work/ledger/keys/admin.key" --clients "$clients" --seconds "$SECS" "${extra[@]}" \
       | python3 -c 'import json,sys; r=[json.loads(l) for l in sys.stdin if l.strip().startswith("{")][-1]; r=r.get("report",r); print("%.0f/s p50 %.2f ms p99 %.2f ms" % (r["appends_per_sec"], r["p50_us"]/1000, r["p99_us"]/1000))')"

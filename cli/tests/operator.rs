@@ -289,3 +289,62 @@ fn bench_load_appends_distinct_statements_past_its_presigned_ones() {
     drop(serve);
     result.unwrap();
 }
+
+#[test]
+fn bench_load_raw_h2_client_appends_and_checks_every_receipt() {
+    // Given a server on a fresh ledger,
+    let (_root, data) = support::init_ledger();
+    let serve = support::Server::start(&data);
+    let url = serve.url.clone();
+    let result = std::panic::catch_unwind(|| {
+        let size = || -> u64 {
+            let out = docket()
+                .args(["--json", "--server", &url, "checkpoint"])
+                .output()
+                .unwrap();
+            ok(&out);
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            v["size"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("a size in {v}"))
+        };
+        let before = size();
+        // when the lean client sends 50 unary appends, 10 of them pre-signed,
+        let key = data.join("keys/admin.key");
+        let out = docket()
+            .args(["--json", "--server", &url, "bench-load", "--key"])
+            .arg(&key)
+            .args([
+                "--raw-h2",
+                "--clients",
+                "3",
+                "--seconds",
+                "30",
+                "--presign",
+                "10",
+                "--max-appends",
+                "50",
+            ])
+            .output()
+            .unwrap();
+        ok(&out);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        // then each was answered with an OK receipt and appended once,
+        // after the writer key's registration.
+        assert_eq!(report["mode"], "unary_h2", "{report}");
+        assert_eq!(report["appends"], 50, "{report}");
+        assert_eq!(report["errors"], 0, "{report}");
+        assert_eq!(size(), before + 51);
+        // And it cannot be combined with --stream (a usage error).
+        let out = docket()
+            .args(["--server", &url, "bench-load", "--key"])
+            .arg(&key)
+            .args(["--raw-h2", "--stream"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(64), "{}", support::text(&out));
+        assert_eq!(size(), before + 51);
+    });
+    drop(serve);
+    result.unwrap();
+}

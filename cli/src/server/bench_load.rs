@@ -28,6 +28,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::raw_h2::RawAppender;
 use super::{convert, shared::percentile};
 use crate::Ctx;
 use crate::client::{channel, status_error};
@@ -54,6 +55,12 @@ pub struct BenchLoadArgs {
     /// Statements in flight per client with `--stream`.
     #[arg(long, default_value_t = 64)]
     pub window: usize,
+    /// Send the unary appends as hand-built gRPC requests on the `h2` crate,
+    /// their bodies encoded before the clock starts (a leaner load
+    /// generator than the tonic client, so that less of a machine it shares
+    /// with the server goes to the client; plain-text http:// only).
+    #[arg(long, conflicts_with = "stream")]
+    pub raw_h2: bool,
     /// Stop after this many appends in total.
     #[arg(long)]
     pub max_appends: Option<u64>,
@@ -79,7 +86,11 @@ pub const MAX_PRESIGN: u64 = 10_000_000;
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     Unary,
-    Stream { window: usize },
+    /// Unary, from the lean client (`--raw-h2`, [`super::raw_h2`]).
+    UnaryH2,
+    Stream {
+        window: usize,
+    },
 }
 
 /// What a load run measured.
@@ -194,13 +205,52 @@ pub async fn load(
         tokio::task::spawn_blocking(move || presign(&key, clients, presigned, payload_bytes))
             .await?
     };
+    let count = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let budget = max_appends.unwrap_or(u64::MAX);
+    if mode == Mode::UnaryH2 {
+        let mut appenders = Vec::with_capacity(clients);
+        for statements in presigned {
+            let bodies: Vec<_> = statements.iter().map(RawAppender::encode).collect();
+            appenders.push((RawAppender::connect(url).await?, bodies));
+        }
+        let started = Instant::now();
+        let deadline = started + duration;
+        let mut tasks = Vec::with_capacity(clients);
+        for (client_id, (mut appender, bodies)) in appenders.into_iter().enumerate() {
+            let key = writer.clone();
+            let count = Arc::clone(&count);
+            let errors = Arc::clone(&errors);
+            tasks.push(tokio::spawn(async move {
+                let mut lat = Vec::new();
+                let mut ready = bodies.into_iter();
+                let mut n = 0u64;
+                while Instant::now() < deadline && count.fetch_add(1, Ordering::Relaxed) < budget {
+                    let body = ready.next().unwrap_or_else(|| {
+                        RawAppender::encode(&statement(&key, client_id, n, payload_bytes))
+                    });
+                    n += 1;
+                    let t = Instant::now();
+                    match appender.append(body).await {
+                        Ok(_) => lat.push(elapsed_us(t)),
+                        Err(_) => {
+                            errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                lat
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.extend(t.await.unwrap_or_default());
+        }
+        return Ok(report(mode, clients, started, all, &errors));
+    }
     let mut channels = Vec::with_capacity(clients);
     for _ in 0..clients {
         channels.push(channel(url).await?);
     }
-    let count = Arc::new(AtomicU64::new(0));
-    let errors = Arc::new(AtomicU64::new(0));
-    let budget = max_appends.unwrap_or(u64::MAX);
     let started = Instant::now();
     let deadline = started + duration;
     let mut tasks = Vec::with_capacity(clients);
@@ -215,6 +265,8 @@ pub async fn load(
             let mut lat = Vec::new();
             let mut client = LedgerClient::new(ch);
             match mode {
+                // Handled above, on connections of its own.
+                Mode::UnaryH2 => {}
                 Mode::Unary => {
                     let mut n = 0u64;
                     let mut ready = ready.into_iter();
@@ -292,12 +344,23 @@ pub async fn load(
     for t in tasks {
         all.extend(t.await.unwrap_or_default());
     }
+    Ok(report(mode, clients, started, all, &errors))
+}
+
+/// The report of a run begun at `started` that measured `all` latencies.
+fn report(
+    mode: Mode,
+    clients: usize,
+    started: Instant,
+    mut all: Vec<u32>,
+    errors: &AtomicU64,
+) -> LoadReport {
     let elapsed = started.elapsed().as_secs_f64();
     all.sort_unstable();
     let appends = all.len() as u64;
     #[allow(clippy::cast_precision_loss)] // reason: a rate for display
     let rate = appends as f64 / elapsed.max(1e-9);
-    Ok(LoadReport {
+    LoadReport {
         mode,
         clients,
         seconds: elapsed,
@@ -308,7 +371,7 @@ pub async fn load(
         p99_us: percentile(&all, 0.99),
         p999_us: percentile(&all, 0.999),
         max_us: all.last().copied().map_or(0, u64::from),
-    })
+    }
 }
 
 fn elapsed_us(t: Instant) -> u32 {
@@ -369,6 +432,8 @@ pub fn run(ctx: &Ctx, args: &BenchLoadArgs) -> Result<u8> {
             Mode::Stream {
                 window: args.window,
             }
+        } else if args.raw_h2 {
+            Mode::UnaryH2
         } else {
             Mode::Unary
         };

@@ -20,6 +20,7 @@ pub mod demo;
 pub mod domain_svc;
 pub mod keys_svc;
 pub mod ledger_svc;
+pub mod raw_h2;
 pub mod shared;
 pub mod status;
 pub mod uploads;

@@ -232,6 +232,19 @@ fn config_file_precedence_is_flag_then_env_then_file() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("ops.toml"));
 }
 
+/// The tree size of the server at `url`'s latest checkpoint.
+fn tree_size(url: &str) -> u64 {
+    let out = docket()
+        .args(["--json", "--server", url, "checkpoint"])
+        .output()
+        .unwrap();
+    ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["size"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("a size in {v}"))
+}
+
 #[test]
 fn bench_load_appends_distinct_statements_past_its_presigned_ones() {
     // Given a server on a fresh ledger,
@@ -239,17 +252,7 @@ fn bench_load_appends_distinct_statements_past_its_presigned_ones() {
     let serve = support::Server::start(&data);
     let url = serve.url.clone();
     let result = std::panic::catch_unwind(|| {
-        let size = || -> u64 {
-            let out = docket()
-                .args(["--json", "--server", &url, "checkpoint"])
-                .output()
-                .unwrap();
-            ok(&out);
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-            v["size"]
-                .as_u64()
-                .unwrap_or_else(|| panic!("a size in {v}"))
-        };
+        let size = || tree_size(&url);
         let before = size();
         // when a load of 60 appends runs with only 20 of them pre-signed,
         let key = data.join("keys/admin.key");
@@ -297,17 +300,7 @@ fn bench_load_raw_h2_client_appends_and_checks_every_receipt() {
     let serve = support::Server::start(&data);
     let url = serve.url.clone();
     let result = std::panic::catch_unwind(|| {
-        let size = || -> u64 {
-            let out = docket()
-                .args(["--json", "--server", &url, "checkpoint"])
-                .output()
-                .unwrap();
-            ok(&out);
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-            v["size"]
-                .as_u64()
-                .unwrap_or_else(|| panic!("a size in {v}"))
-        };
+        let size = || tree_size(&url);
         let before = size();
         // when the lean client sends 50 unary appends, 10 of them pre-signed,
         let key = data.join("keys/admin.key");

@@ -10,7 +10,7 @@
 # ed25519-signed statement, verified, sequenced, fsynced and anchored. The
 # `unary-h2` rows send the same unary appends from `bench-load --raw-h2`, a lean
 # client on the h2 crate (bodies encoded before the clock starts), as pgbench
-# is a lean client: less of the two machines' shared cores goes to the client.
+# is a lean client: less of the cores the server shares with it goes to the client.
 #
 # PostgreSQL: a throwaway server (initdb in a temp dir, a free port, fsync on,
 # synchronous_commit on) with a hash-chained append-only table: each append

@@ -59,6 +59,20 @@ struct Run {
 }
 
 impl Run {
+    /// The run begun at `start` whose clients are `tasks`, each giving its
+    /// calls' latencies in microseconds.
+    async fn of_clients(start: Instant, tasks: Vec<tokio::task::JoinHandle<Vec<u64>>>) -> Self {
+        let mut lat_us = Vec::new();
+        for t in tasks {
+            lat_us.extend(t.await.expect("client"));
+        }
+        Run {
+            appends: lat_us.len() as u64,
+            seconds: start.elapsed().as_secs_f64(),
+            lat_us,
+        }
+    }
+
     fn rate(&self) -> f64 {
         self.appends as f64 / self.seconds
     }
@@ -123,15 +137,7 @@ async fn unary(
             lat
         }));
     }
-    let mut lat_us = Vec::new();
-    for t in tasks {
-        lat_us.extend(t.await.expect("client"));
-    }
-    Run {
-        appends: lat_us.len() as u64,
-        seconds: start.elapsed().as_secs_f64(),
-        lat_us,
-    }
+    Run::of_clients(start, tasks).await
 }
 
 /// Unary appends from `clients` connections of the lean client
@@ -160,15 +166,7 @@ async fn unary_raw_h2(url: &str, statements: Vec<Vec<pb::SignedStatement>>, dur:
             lat
         }));
     }
-    let mut lat_us = Vec::new();
-    for t in tasks {
-        lat_us.extend(t.await.expect("client"));
-    }
-    Run {
-        appends: lat_us.len() as u64,
-        seconds: start.elapsed().as_secs_f64(),
-        lat_us,
-    }
+    Run::of_clients(start, tasks).await
 }
 
 /// `AppendStream` from `channels.len()` connections, `window` in flight each.
@@ -217,15 +215,7 @@ async fn streaming(
             lat
         }));
     }
-    let mut lat_us = Vec::new();
-    for t in tasks {
-        lat_us.extend(t.await.expect("client"));
-    }
-    Run {
-        appends: lat_us.len() as u64,
-        seconds: start.elapsed().as_secs_f64(),
-        lat_us,
-    }
+    Run::of_clients(start, tasks).await
 }
 
 /// In-process `Ledger::append` from `CLIENTS` threads (pre-signed).

@@ -299,9 +299,11 @@ fn replace_dir(dir: &Path, with: &Path) {
     copy_dir(with, dir);
 }
 
-/// The anchor slot size (two slots).
-const SLOT: usize = 4096;
-/// Slot header (docs/FORMAT.md §9): magic `DKTANCH2` (8), note length (4),
+/// Bytes per slot of the anchor ring `docket init` makes: eight slots
+/// (docs/FORMAT.md §9).
+const SLOT: usize = 65_536;
+const SLOTS: usize = 8;
+/// Slot header (docs/FORMAT.md §9): magic `DKTANCH3` (8), note length (4),
 /// redo length (4), SHA-256 of those lengths, the note and the redo (32).
 const SLOT_HEADER: usize = 48;
 
@@ -310,26 +312,39 @@ fn note_len(slot: &[u8]) -> usize {
     u32::from_be_bytes(slot[8..12].try_into().expect("4 bytes")) as usize
 }
 
-/// The slot holding the note with the larger tree size (the one that opens).
-fn newest_slot(anchor: &[u8]) -> usize {
-    let size = |slot: usize| -> Option<u64> {
-        let s = &anchor[slot * SLOT..(slot + 1) * SLOT];
-        if &s[..8] != b"DKTANCH2" {
-            return None;
-        }
-        let note = std::str::from_utf8(s.get(SLOT_HEADER..SLOT_HEADER + note_len(s))?).ok()?;
-        note.lines().nth(1)?.parse().ok()
-    };
-    match (size(0), size(1)) {
-        (Some(a), Some(b)) if b > a => 1,
-        (None, Some(_)) => 1,
-        _ => 0,
+/// The tree size the note in `slot` names, if the slot holds one.
+fn slot_size(anchor: &[u8], slot: usize) -> Option<u64> {
+    let s = &anchor[slot * SLOT..(slot + 1) * SLOT];
+    if &s[..8] != b"DKTANCH3" && &s[..8] != b"DKTANCH2" {
+        return None;
     }
+    let note = std::str::from_utf8(s.get(SLOT_HEADER..SLOT_HEADER + note_len(s))?).ok()?;
+    note.lines().nth(1)?.parse().ok()
+}
+
+/// The slot holding the note with the largest tree size (the one that
+/// opens).
+fn newest_slot(anchor: &[u8]) -> usize {
+    (0..SLOTS)
+        .filter_map(|i| slot_size(anchor, i).map(|size| (size, i)))
+        .max()
+        .map_or(0, |(_, i)| i)
+}
+
+/// The valid slot naming the largest size below the newest one's.
+fn older_slot(anchor: &[u8]) -> usize {
+    let newest = newest_slot(anchor);
+    (0..SLOTS)
+        .filter(|i| *i != newest)
+        .filter_map(|i| slot_size(anchor, i).map(|size| (size, i)))
+        .max()
+        .map(|(_, i)| i)
+        .expect("the fixture's anchor holds more than one slot")
 }
 
 fn edit_anchor(path: &Path, f: impl FnOnce(&mut [u8])) {
     let mut bytes = fs::read(path).expect("read anchor");
-    assert_eq!(bytes.len(), 2 * SLOT, "the anchor has two slots");
+    assert_eq!(bytes.len(), SLOTS * SLOT, "the anchor is a ring of eight slots");
     f(&mut bytes);
     fs::write(path, bytes).expect("write anchor");
 }
@@ -636,15 +651,18 @@ fn cases(fx: &Fixture, rng: &mut Rng) -> Vec<Case> {
             Intact { warns: false },
             move |dir, _| {
                 edit_anchor(&dir.join("anchor"), |b| {
-                    let n = newest_slot(b);
-                    let slot = if newest { n } else { 1 - n };
+                    let slot = if newest {
+                        newest_slot(b)
+                    } else {
+                        older_slot(b)
+                    };
                     b[slot * SLOT..(slot + 1) * SLOT].fill(0);
                 });
             },
         ));
     }
     out.push(
-        Case::new("zero both anchor slots", Refused, |dir, _| {
+        Case::new("zero every anchor slot", Refused, |dir, _| {
             edit_anchor(&dir.join("anchor"), |b| b.fill(0));
         })
         .mentions(&["anchor"]),
@@ -659,10 +677,11 @@ fn cases(fx: &Fixture, rng: &mut Rng) -> Vec<Case> {
         },
     ));
     out.push(
-        Case::new("flip a byte in both anchor notes", Refused, |dir, _| {
+        Case::new("flip a byte in every anchor note", Refused, |dir, _| {
             edit_anchor(&dir.join("anchor"), |b| {
-                b[SLOT_HEADER + 3] ^= 0xff;
-                b[SLOT + SLOT_HEADER + 3] ^= 0xff;
+                for slot in 0..SLOTS {
+                    b[slot * SLOT + SLOT_HEADER + 3] ^= 0xff;
+                }
             });
         })
         .mentions(&["anchor"]),

@@ -311,7 +311,7 @@ impl SledStore {
     }
 
     /// Creates an empty store under `dir` durably: `log/`, `snapshots/`, the
-    /// sled files and the anchor (two slots, both empty), every new name
+    /// sled files and the anchor (a ring of empty slots), every new name
     /// fsynced into its directory. Refuses a directory that holds a store.
     pub fn create(dir: &Path) -> Result<Self> {
         create_dir_durably(dir)?;
@@ -710,6 +710,12 @@ impl Store for SledStore {
 /// [`crate::tiles::TileStore::open`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AnchorRedo {
+    /// The store's length known durable when the slot was written (its
+    /// events and commit records fdatasynced): an open never takes a
+    /// difference before it for a write that did not reach the disk
+    /// (docs/FORMAT.md §9). 0 in slots of the second version, which do not
+    /// record it.
+    pub durable: u64,
     /// Sequence number of the first event: the store's length before the
     /// commit.
     pub first_seq: u64,
@@ -720,19 +726,23 @@ pub struct AnchorRedo {
 }
 
 impl AnchorRedo {
-    /// The redo of `batch` (whose events are consecutive, as a commit's are).
+    /// The redo of `batch` (whose events are consecutive, as a commit's
+    /// are), written when the store is durable up to `durable` events.
     #[must_use]
-    pub fn of(batch: &CommitBatch) -> Self {
+    pub fn of(batch: &CommitBatch, durable: u64) -> Self {
         Self {
+            durable,
             first_seq: batch.events.first().map_or(0, |(seq, _)| *seq),
             events: batch.events.iter().map(|(_, b)| b.clone()).collect(),
             statements: batch.statements.clone(),
         }
     }
 
-    /// `u64be first_seq || u32be n || n × (u32be len || bytes) || u32be m
-    /// || m × (digest (32) || u64be seq)`.
+    /// `u64be durable || u64be first_seq || u32be n || n × (u32be len ||
+    /// bytes) || u32be m || m × (digest (32) || u64be seq)` (the redo of a
+    /// third-version slot).
     fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.durable.to_be_bytes());
         out.extend_from_slice(&self.first_seq.to_be_bytes());
         out.extend_from_slice(&(self.events.len() as u32).to_be_bytes());
         for e in &self.events {
@@ -754,9 +764,19 @@ impl AnchorRedo {
     /// Bytes the redo of events of these lengths and `statements` entries
     /// takes.
     fn len_of(event_lens: impl Iterator<Item = usize>, statements: usize) -> usize {
-        8 + 4 + event_lens.map(|n| 4 + n).sum::<usize>() + 4 + 40 * statements
+        8 + 8 + 4 + event_lens.map(|n| 4 + n).sum::<usize>() + 4 + 40 * statements
     }
 
+    /// The redo of a third-version slot: `durable`, then the second
+    /// version's redo; `durable` may not pass `first_seq`.
+    fn decode_v3(b: &[u8]) -> Option<Self> {
+        let (durable, rest) = b.split_first_chunk::<8>()?;
+        let durable = u64::from_be_bytes(*durable);
+        let redo = Self::decode(rest)?;
+        (durable <= redo.first_seq).then_some(Self { durable, ..redo })
+    }
+
+    /// The redo of a second-version slot (`durable` 0).
     fn decode(mut b: &[u8]) -> Option<Self> {
         fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
             let (head, tail) = b.split_at_checked(n)?;
@@ -783,6 +803,7 @@ impl AnchorRedo {
             statements.push((digest, u64_of(&mut b)?));
         }
         b.is_empty().then_some(Self {
+            durable: 0,
             first_seq,
             events,
             statements,
@@ -790,36 +811,48 @@ impl AnchorRedo {
     }
 }
 
-/// The anchor file: the latest signed checkpoint note, in two fixed slots
-/// of [`Anchor::SLOT`] bytes written alternately (pwrite + fdatasync), so a
-/// torn write of one slot leaves the other intact. A slot is
-/// `"DKTANCH2"`, the note's length and the redo's (u32 BE each), SHA-256 of
-/// those eight bytes, the note and the redo, then the note, the redo
-/// ([`AnchorRedo`], possibly empty) and zero padding; slots of the first
-/// version (`"DKTANCH1"`, note length, SHA-256 of the note, the note) are
-/// still read. Reading picks the valid slot whose note names the larger
-/// tree size; which slot is newer is decided by the note, never by the
-/// file.
+/// The anchor file: the latest signed checkpoint note, in fixed slots
+/// written in turn (pwrite + fdatasync), so a torn write of one slot leaves
+/// the others intact (docs/FORMAT.md §9). A file made by `docket init` is a
+/// ring of [`Anchor::RING_SLOTS`] slots of [`Anchor::RING_SLOT`] bytes; one of
+/// 8,192 bytes or less has the first versions' two slots of
+/// [`Anchor::SLOT`] bytes and is used as it is. A slot is `"DKTANCH2"`, the
+/// note's length and the redo's (u32 BE each), SHA-256 of those eight
+/// bytes, the note and the redo, then the note, the redo ([`AnchorRedo`],
+/// possibly empty) and zero padding to a multiple of 4,096 bytes (the rest
+/// of the slot is ignored); slots of the first version (`"DKTANCH1"`, note
+/// length, SHA-256 of the note, the note) are still read. Reading picks the
+/// valid slot whose note names the largest tree size; which slot is newer is
+/// decided by the notes, never by the file.
 pub struct Anchor {
     file: File,
-    /// Slot to write next, and the tree size the newest slot names.
+    /// Bytes per slot and number of slots of this file.
+    slot_len: usize,
+    slot_count: usize,
+    /// Slot to write next, the tree size the newest slot names and the size
+    /// each slot names.
     slots: std::sync::Mutex<NextSlot>,
 }
 
 /// Where the next anchor write goes.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct NextSlot {
-    index: u64,
+    index: usize,
     /// Size named by the newest valid slot. Writes only ever move it up, so
-    /// the slot not being written always holds the previous anchor: the
+    /// the slots not being written always hold the previous anchors: the
     /// publish thread's anchor of a batch is skipped when the store already
     /// anchored a later one with its commit.
     newest_size: Option<u64>,
+    /// The tree size each slot's note names (`None`: no valid slot there).
+    held: Vec<Option<u64>>,
 }
 
 impl std::fmt::Debug for Anchor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Anchor").finish_non_exhaustive()
+        f.debug_struct("Anchor")
+            .field("slot_len", &self.slot_len)
+            .field("slot_count", &self.slot_count)
+            .finish_non_exhaustive()
     }
 }
 
@@ -827,12 +860,19 @@ impl std::fmt::Debug for Anchor {
 pub(crate) type AnchorSlot = (String, Option<AnchorRedo>);
 
 impl Anchor {
-    /// Bytes per slot.
+    /// Bytes per slot of a first-version anchor (two slots, 8,192 bytes).
     pub const SLOT: usize = 4096;
+    /// Bytes per slot of the ring `docket init` makes.
+    pub const RING_SLOT: usize = 65_536;
+    /// Slots of the ring `docket init` makes.
+    pub const RING_SLOTS: usize = 8;
     const MAGIC_V1: &'static [u8; 8] = b"DKTANCH1";
-    const MAGIC: &'static [u8; 8] = b"DKTANCH2";
+    const MAGIC_V2: &'static [u8; 8] = b"DKTANCH2";
+    const MAGIC: &'static [u8; 8] = b"DKTANCH3";
     /// Magic, two lengths, SHA-256.
     const HEADER: usize = 8 + 4 + 4 + 32;
+    /// Slots are padded to a multiple of this.
+    const PAGE: usize = 4096;
 
     pub(crate) fn create(path: &Path) -> Result<()> {
         let mut f = fs::OpenOptions::new()
@@ -840,7 +880,7 @@ impl Anchor {
             .create_new(true)
             .open(path)
             .map_err(|e| LogError::io(path, e))?;
-        f.write_all(&vec![0u8; 2 * Self::SLOT])
+        f.write_all(&vec![0u8; Self::RING_SLOTS * Self::RING_SLOT])
             .and_then(|()| f.sync_all())
             .map_err(|e| LogError::io(path, e))
     }
@@ -856,39 +896,58 @@ impl Anchor {
             }
             Err(e) => return Err(LogError::io(path, e)),
         };
+        let file_len = file.metadata().map_err(|e| LogError::io(path, e))?.len();
+        let (slot_len, slot_count) = if file_len <= 2 * Self::SLOT as u64 {
+            (Self::SLOT, 2)
+        } else {
+            (Self::RING_SLOT, Self::RING_SLOTS)
+        };
         let anchor = Self {
             file,
+            slot_len,
+            slot_count,
             slots: std::sync::Mutex::new(NextSlot {
                 index: 0,
                 newest_size: None,
+                held: vec![None; slot_count],
             }),
         };
         let slots = anchor.slots()?;
-        // Write next into the slot that does not hold the newest note.
+        let held: Vec<Option<u64>> = slots
+            .iter()
+            .map(|s| s.as_ref().and_then(|(note, _)| note_size(note)))
+            .collect();
+        // Write next into the slot after the newest one.
         let newest = newest_slot(&slots);
         *anchor
             .slots
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = NextSlot {
-            index: newest.map_or(0, |i| 1 - i as u64),
-            newest_size: newest
-                .and_then(|i| slots[i].as_ref())
-                .and_then(|(note, _)| note_size(note)),
+            index: newest.map_or(0, |i| (i + 1) % slot_count),
+            newest_size: newest.and_then(|i| held[i]),
+            held,
         };
         Ok(anchor)
     }
 
-    fn slots(&self) -> Result<[Option<AnchorSlot>; 2]> {
+    fn slots(&self) -> Result<Vec<Option<AnchorSlot>>> {
         use std::os::unix::fs::FileExt as _;
-        let mut out = [None, None];
-        for (i, slot) in out.iter_mut().enumerate() {
-            let mut buf = vec![0u8; Self::SLOT];
-            let n = self
-                .file
-                .read_at(&mut buf, (i * Self::SLOT) as u64)
-                .map_err(|e| LogError::io("anchor", e))?;
+        let mut out = Vec::with_capacity(self.slot_count);
+        for i in 0..self.slot_count {
+            let mut buf = vec![0u8; self.slot_len];
+            let mut n = 0;
+            while n < buf.len() {
+                let got = self
+                    .file
+                    .read_at(&mut buf[n..], (i * self.slot_len + n) as u64)
+                    .map_err(|e| LogError::io("anchor", e))?;
+                if got == 0 {
+                    break;
+                }
+                n += got;
+            }
             buf.truncate(n);
-            *slot = Self::parse_slot(&buf);
+            out.push(Self::parse_slot(&buf));
         }
         Ok(out)
     }
@@ -904,7 +963,7 @@ impl Anchor {
                 }
                 Some((String::from_utf8(note.to_vec()).ok()?, None))
             }
-            m if m == Self::MAGIC => {
+            m if m == Self::MAGIC || m == Self::MAGIC_V2 => {
                 let note_len = u32::from_be_bytes(buf.get(8..12)?.try_into().ok()?) as usize;
                 let redo_len = u32::from_be_bytes(buf.get(12..16)?.try_into().ok()?) as usize;
                 let note_end = Self::HEADER.checked_add(note_len)?;
@@ -919,6 +978,8 @@ impl Anchor {
                 let note = String::from_utf8(note.to_vec()).ok()?;
                 let redo = if redo.is_empty() {
                     None
+                } else if m == Self::MAGIC {
+                    Some(AnchorRedo::decode_v3(redo)?)
                 } else {
                     Some(AnchorRedo::decode(redo)?)
                 };
@@ -938,28 +999,29 @@ impl Anchor {
         Ok(newest_slot(&slots).and_then(|i| slots[i].take()))
     }
 
-    /// The valid slots' notes and redos, the newest first: the newest
-    /// slot, then the other one (docs/FORMAT.md §9).
+    /// The valid slots' notes and redos, the newest first, then the others
+    /// in file order (docs/FORMAT.md §9).
     pub(crate) fn read_newest_first(&self) -> Result<Vec<AnchorSlot>> {
         let mut slots = self.slots()?;
         let Some(newest) = newest_slot(&slots) else {
             return Ok(Vec::new());
         };
-        Ok([newest, 1 - newest]
-            .into_iter()
-            .filter_map(|i| slots[i].take())
-            .collect())
+        let mut out = Vec::with_capacity(slots.len());
+        out.extend(slots[newest].take());
+        out.extend(slots.into_iter().flatten());
+        Ok(out)
     }
 
     /// The slot's bytes for `note` and `redo`, or `None` when they do not
-    /// fit one slot.
-    fn encode_slot(note: &str, redo: Option<&AnchorRedo>) -> Option<Vec<u8>> {
+    /// fit `capacity` bytes.
+    fn encode_slot(note: &str, redo: Option<&AnchorRedo>, capacity: usize) -> Option<Vec<u8>> {
         use sha2::Digest as _;
         let redo_len = redo.map_or(0, AnchorRedo::encoded_len);
-        if Self::HEADER + note.len() + redo_len > Self::SLOT {
+        let len = Self::HEADER + note.len() + redo_len;
+        if len > capacity {
             return None;
         }
-        let mut buf = Vec::with_capacity(Self::SLOT);
+        let mut buf = Vec::with_capacity(len.next_multiple_of(Self::PAGE));
         buf.extend_from_slice(Self::MAGIC);
         buf.extend_from_slice(&(note.len() as u32).to_be_bytes());
         buf.extend_from_slice(&(redo_len as u32).to_be_bytes());
@@ -972,12 +1034,12 @@ impl Anchor {
         h.update(&buf[8..16]);
         h.update(&buf[Self::HEADER..]);
         buf[16..48].copy_from_slice(&h.finalize());
-        buf.resize(Self::SLOT, 0);
+        buf.resize(len.next_multiple_of(Self::PAGE).min(capacity), 0);
         Some(buf)
     }
 
     pub(crate) fn write(&self, note: &str) -> Result<()> {
-        let slot = Self::encode_slot(note, None).ok_or_else(|| {
+        let slot = Self::encode_slot(note, None, self.slot_len).ok_or_else(|| {
             LogError::ResourceExhausted(format!(
                 "checkpoint note of {} bytes does not fit an anchor slot",
                 note.len()
@@ -987,28 +1049,39 @@ impl Anchor {
     }
 
     /// The slot bytes anchoring `note` with the redo of its commit, when
-    /// they fit one slot (a batch of a few small events); write them with
+    /// they fit one slot of this file; write them with
     /// [`Anchor::write_slot`].
-    pub(crate) fn slot_with_redo(note: &str, redo: &AnchorRedo) -> Option<Vec<u8>> {
-        Self::encode_slot(note, Some(redo))
+    pub(crate) fn slot_with_redo(&self, note: &str, redo: &AnchorRedo) -> Option<Vec<u8>> {
+        Self::encode_slot(note, Some(redo), self.slot_len)
     }
 
-    /// [`Anchor::slot_with_redo`] of `batch`'s redo, measured before any of
-    /// its bytes are copied (most group commits do not fit).
-    pub(crate) fn slot_with_redo_of(note: &str, batch: &CommitBatch) -> Option<Vec<u8>> {
+    /// Whether `note` and `batch`'s redo fit one slot of this file,
+    /// measured before any of its bytes are copied (a group commit of many
+    /// events does not fit).
+    pub(crate) fn fits_redo_of(&self, note: &str, batch: &CommitBatch) -> bool {
         let redo_len = AnchorRedo::len_of(
             batch.events.iter().map(|(_, b)| b.len()),
             batch.statements.len(),
         );
-        if Self::HEADER + note.len() + redo_len > Self::SLOT {
-            return None;
-        }
-        Self::slot_with_redo(note, &AnchorRedo::of(batch))
+        Self::HEADER + note.len() + redo_len <= self.slot_len
+    }
+
+    /// The tree size named by the slot the next write overwrites (0 when it
+    /// holds none): a store that anchors commits with their redo must be
+    /// durable up to it before that write, since the redo it holds is lost
+    /// with it (docs/FORMAT.md §9).
+    pub(crate) fn overwritten_by_next(&self) -> u64 {
+        let next = self
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        next.held[next.index].unwrap_or(0)
     }
 
     /// Writes a slot [`Anchor::slot_with_redo`] made (`pwrite`,
-    /// `fdatasync`) for a checkpoint of tree size `size`. A size below the
-    /// newest slot's is not written: the newer anchor covers it.
+    /// `fdatasync`) for a checkpoint of tree size `size` into the next slot
+    /// of the ring. A size below the newest slot's is not written: the
+    /// newer anchor covers it.
     pub(crate) fn write_slot(&self, size: Option<u64>, slot: &[u8]) -> Result<()> {
         use std::os::unix::fs::FileExt as _;
         let mut next = self
@@ -1020,11 +1093,20 @@ impl Anchor {
         {
             return Ok(());
         }
+        if slot.len() > self.slot_len {
+            return Err(LogError::ResourceExhausted(format!(
+                "an anchor slot of {} bytes does not fit this anchor's {} bytes",
+                slot.len(),
+                self.slot_len
+            )));
+        }
+        let index = next.index;
         self.file
-            .write_all_at(slot, next.index * Self::SLOT as u64)
+            .write_all_at(slot, (index * self.slot_len) as u64)
             .and_then(|()| self.file.sync_data())
             .map_err(|e| LogError::io("anchor", e))?;
-        next.index = 1 - next.index;
+        next.held[index] = size;
+        next.index = (index + 1) % self.slot_count;
         next.newest_size = size.or(next.newest_size);
         Ok(())
     }
@@ -1035,16 +1117,18 @@ fn note_size(note: &str) -> Option<u64> {
     note.lines().nth(1)?.parse().ok()
 }
 
-fn newest_slot(slots: &[Option<AnchorSlot>; 2]) -> Option<usize> {
-    match (
-        slots[0].as_ref().map(|(note, _)| note_size(note)),
-        slots[1].as_ref().map(|(note, _)| note_size(note)),
-    ) {
-        (None, None) => None,
-        (Some(_), None) => Some(0),
-        (None, Some(_)) => Some(1),
-        (Some(a), Some(b)) => Some(if b > a { 1 } else { 0 }),
+/// The valid slot naming the largest tree size (the first in file order of
+/// equals).
+fn newest_slot(slots: &[Option<AnchorSlot>]) -> Option<usize> {
+    let mut best: Option<(usize, Option<u64>)> = None;
+    for (i, slot) in slots.iter().enumerate() {
+        let Some((note, _)) = slot else { continue };
+        let size = note_size(note);
+        if best.is_none_or(|(_, b)| size > b) {
+            best = Some((i, size));
+        }
     }
+    best.map(|(i, _)| i)
 }
 
 /// Refuses to open a store whose directories are missing: a missing one is
@@ -1210,7 +1294,7 @@ mod tests {
         anchor
             .write_slot(
                 Some(43),
-                &Anchor::slot_with_redo(&note(43), &redo()).unwrap(),
+                &anchor.slot_with_redo(&note(43), &redo()).unwrap(),
             )
             .unwrap();
         anchor
@@ -1218,6 +1302,7 @@ mod tests {
 
     fn redo() -> AnchorRedo {
         AnchorRedo {
+            durable: 38,
             first_seq: 41,
             events: vec![b"\x01first".to_vec(), b"\x01second event".to_vec()],
             statements: vec![([7u8; 32], 41), ([9u8; 32], 42)],
@@ -1227,14 +1312,16 @@ mod tests {
     #[test]
     fn a_slot_carries_its_note_and_the_redo_of_its_commit_byte_for_byte() {
         // Given a slot anchoring size 43 with the redo of events 41 and 42,
-        let slot = Anchor::slot_with_redo(&note(43), &redo()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = anchor_in(dir.path());
+        let slot = anchor.slot_with_redo(&note(43), &redo()).unwrap();
         // then its layout is FORMAT §9's: magic, the two lengths, SHA-256
         // of the lengths, note and redo, then note, redo, zero padding.
         let note = note(43);
         let mut encoded_redo = Vec::new();
         redo().encode(&mut encoded_redo);
         assert_eq!(encoded_redo.len(), redo().encoded_len());
-        assert_eq!(&slot[..8], b"DKTANCH2");
+        assert_eq!(&slot[..8], b"DKTANCH3");
         assert_eq!(&slot[8..12], &(note.len() as u32).to_be_bytes());
         assert_eq!(&slot[12..16], &(encoded_redo.len() as u32).to_be_bytes());
         let mut h = sha2::Sha256::new();
@@ -1248,12 +1335,13 @@ mod tests {
             &slot[redo_at..redo_at + encoded_redo.len()],
             &encoded_redo[..]
         );
-        assert_eq!(&encoded_redo[..12], &[0, 0, 0, 0, 0, 0, 0, 41, 0, 0, 0, 2]);
+        assert_eq!(
+            &encoded_redo[..20],
+            &[0, 0, 0, 0, 0, 0, 0, 38, 0, 0, 0, 0, 0, 0, 0, 41, 0, 0, 0, 2]
+        );
         assert!(slot[redo_at + encoded_redo.len()..].iter().all(|&b| b == 0));
-        assert_eq!(slot.len(), Anchor::SLOT);
+        assert_eq!(slot.len(), 4096, "padded to a multiple of 4,096 bytes");
         // and when it is written, reading gives both back.
-        let dir = tempfile::tempdir().unwrap();
-        let anchor = anchor_in(dir.path());
         anchor.write(&self::note(40)).unwrap();
         anchor.write_slot(Some(43), &slot).unwrap();
         assert_eq!(
@@ -1282,7 +1370,7 @@ mod tests {
         anchor.write(&self::note(6)).unwrap();
         let bytes = fs::read(&path).unwrap();
         assert_eq!(&bytes[..8], b"DKTANCH1");
-        assert_eq!(&bytes[Anchor::SLOT..Anchor::SLOT + 8], b"DKTANCH2");
+        assert_eq!(&bytes[Anchor::SLOT..Anchor::SLOT + 8], b"DKTANCH3");
         assert_eq!(anchor.read().unwrap(), Some(self::note(6)));
     }
 
@@ -1295,7 +1383,7 @@ mod tests {
         let anchor = anchored_at_40_then_43(dir.path());
         drop(anchor);
         let mut bytes = fs::read(&path).unwrap();
-        let at = Anchor::SLOT;
+        let at = Anchor::RING_SLOT;
         let note_len = u32::from_be_bytes(bytes[at + 8..at + 12].try_into().unwrap());
         let redo_len = u32::from_be_bytes(bytes[at + 12..at + 16].try_into().unwrap());
         bytes[at + 8..at + 12].copy_from_slice(&(note_len - 1).to_be_bytes());
@@ -1319,13 +1407,13 @@ mod tests {
         drop(anchor);
         let path = dir.path().join("anchor");
         let mut bytes = fs::read(&path).unwrap();
-        let newest = (0..2)
+        let newest = (0..Anchor::RING_SLOTS)
             .find(|i| {
-                Anchor::parse_slot(&bytes[i * Anchor::SLOT..(i + 1) * Anchor::SLOT])
+                Anchor::parse_slot(&bytes[i * Anchor::RING_SLOT..(i + 1) * Anchor::RING_SLOT])
                     .is_some_and(|(n, _)| n == note(44))
             })
             .unwrap();
-        bytes[newest * Anchor::SLOT + 60] ^= 0xff;
+        bytes[newest * Anchor::RING_SLOT + 60] ^= 0xff;
         fs::write(&path, &bytes).unwrap();
         // then the anchor is 43, the newest before it, never 41 or 40.
         let anchor = Anchor::open(&path).unwrap();
@@ -1334,15 +1422,133 @@ mod tests {
 
     #[test]
     fn a_commit_too_large_for_a_slot_gets_no_redo_slot() {
-        let mut big = redo();
-        big.events.push(vec![1u8; Anchor::SLOT]);
-        assert!(Anchor::slot_with_redo(&note(44), &big).is_none());
         let dir = tempfile::tempdir().unwrap();
         let anchor = anchor_in(dir.path());
+        let mut big = redo();
+        big.events.push(vec![1u8; Anchor::RING_SLOT]);
+        assert!(anchor.slot_with_redo(&note(44), &big).is_none());
         assert!(matches!(
-            anchor.write(&"x".repeat(Anchor::SLOT)),
+            anchor.write(&"x".repeat(Anchor::RING_SLOT)),
             Err(LogError::ResourceExhausted(_))
         ));
         assert_eq!(anchor.read().unwrap(), None);
+    }
+
+    #[test]
+    fn the_ring_is_written_in_turn_and_names_what_the_next_write_overwrites() {
+        // Given a new anchor (the ring docket init makes),
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("anchor");
+        let anchor = anchor_in(dir.path());
+        assert_eq!(
+            fs::metadata(&path).unwrap().len(),
+            (Anchor::RING_SLOTS * Anchor::RING_SLOT) as u64
+        );
+        // when more anchors than it has slots are written,
+        for size in 1..=Anchor::RING_SLOTS as u64 {
+            assert_eq!(anchor.overwritten_by_next(), 0, "slot {size} was empty");
+            anchor.write(&note(size)).unwrap();
+        }
+        assert_eq!(anchor.overwritten_by_next(), 1, "the oldest slot names 1");
+        anchor.write(&note(9)).unwrap();
+        // then each went to the next slot, the ninth over the first,
+        let bytes = fs::read(&path).unwrap();
+        let sizes: Vec<u64> = (0..Anchor::RING_SLOTS)
+            .map(|i| {
+                let (n, _) =
+                    Anchor::parse_slot(&bytes[i * Anchor::RING_SLOT..(i + 1) * Anchor::RING_SLOT])
+                        .unwrap();
+                note_size(&n).unwrap()
+            })
+            .collect();
+        assert_eq!(sizes, vec![9, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(anchor.overwritten_by_next(), 2);
+        // and a reopen continues after the newest.
+        drop(anchor);
+        let anchor = Anchor::open(&path).unwrap();
+        assert_eq!(anchor.read().unwrap(), Some(note(9)));
+        assert_eq!(anchor.overwritten_by_next(), 2);
+    }
+
+    #[test]
+    fn a_first_version_anchor_keeps_its_two_slots_of_4096_bytes() {
+        // Given an anchor file of two 4,096-byte slots (earlier versions),
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("anchor");
+        fs::write(&path, vec![0u8; 2 * Anchor::SLOT]).unwrap();
+        let anchor = Anchor::open(&path).unwrap();
+        // when three anchors are written, one with a redo,
+        anchor.write(&note(40)).unwrap();
+        anchor
+            .write_slot(
+                Some(43),
+                &anchor.slot_with_redo(&note(43), &redo()).unwrap(),
+            )
+            .unwrap();
+        anchor.write(&note(44)).unwrap();
+        // then the file keeps its size, the slots alternate, and a redo that
+        // does not fit 4,096 bytes is not offered.
+        let bytes = fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), 2 * Anchor::SLOT);
+        assert_eq!(
+            Anchor::parse_slot(&bytes[..Anchor::SLOT]).map(|(n, _)| n),
+            Some(note(44))
+        );
+        assert_eq!(
+            Anchor::parse_slot(&bytes[Anchor::SLOT..]),
+            Some((note(43), Some(redo())))
+        );
+        let mut big = redo();
+        big.events.push(vec![1u8; Anchor::SLOT]);
+        assert!(anchor.slot_with_redo(&note(45), &big).is_none());
+        assert_eq!(anchor.overwritten_by_next(), 43);
+    }
+
+    #[test]
+    fn a_second_version_slot_with_a_redo_is_still_read_with_no_durable_mark() {
+        // Given a slot of the second version (DKTANCH2: the redo has no
+        // durable mark) in a two-slot anchor,
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("anchor");
+        let note = note(43);
+        let mut redo_v2 = Vec::new();
+        redo().encode(&mut redo_v2);
+        let redo_v2 = redo_v2.split_off(8);
+        let mut slot = b"DKTANCH2".to_vec();
+        slot.extend_from_slice(&(note.len() as u32).to_be_bytes());
+        slot.extend_from_slice(&(redo_v2.len() as u32).to_be_bytes());
+        let mut h = sha2::Sha256::new();
+        h.update(&slot[8..16]);
+        h.update(note.as_bytes());
+        h.update(&redo_v2);
+        slot.extend_from_slice(&h.finalize());
+        slot.extend_from_slice(note.as_bytes());
+        slot.extend_from_slice(&redo_v2);
+        slot.resize(2 * Anchor::SLOT, 0);
+        fs::write(&path, &slot).unwrap();
+        // then it is read with its redo, whose durable mark is 0.
+        let anchor = Anchor::open(&path).unwrap();
+        let expected = AnchorRedo {
+            durable: 0,
+            ..redo()
+        };
+        assert_eq!(
+            anchor.read_with_redo().unwrap(),
+            Some((note, Some(expected)))
+        );
+    }
+
+    #[test]
+    fn a_redo_whose_durable_mark_passes_its_first_event_makes_the_slot_invalid() {
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = anchor_in(dir.path());
+        let bad = AnchorRedo {
+            durable: 42,
+            ..redo()
+        };
+        let slot = anchor.slot_with_redo(&note(43), &bad).unwrap();
+        assert_eq!(Anchor::parse_slot(&slot), None);
+        let good = anchor.slot_with_redo(&note(43), &redo()).unwrap();
+        assert_eq!(Anchor::parse_slot(&good), Some((note(43), Some(redo()))));
     }
 }

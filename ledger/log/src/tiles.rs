@@ -30,11 +30,11 @@
 //! [`Store::commit_anchored`] writes the anchor too, with the commit's
 //! events as its redo, when they fit one anchor slot: for a commit that
 //! fills no bundle, the slot's fdatasync is the only one the commit waits
-//! for (the bundle's and the commit log's run in the background and end
-//! before the next commit writes the other slot); otherwise it is
-//! fdatasynced beside the bundle and the commit log. An open that finds
-//! the store short of, or torn within, the commits the two slots carry
-//! commits them again (FORMAT.md §9).
+//! for (the bundle's and the commit log's run in background rounds, and a
+//! slot of the anchor's ring is overwritten only once the store is durable
+//! up to the size it names); otherwise it is fdatasynced beside the bundle
+//! and the commit log. An open that finds the store short of, or torn
+//! within, the commits the ring carries commits them again (FORMAT.md §9).
 //!
 //! At open the store's length is that of the last valid commit record whose
 //! events are all present; bytes past it (a commit that never returned) are
@@ -979,17 +979,27 @@ struct Writer {
     /// A second one, for the commit log while the commit thread writes and
     /// fdatasyncs the anchor ([`Store::commit_anchored`]).
     commits_syncer: Option<BundleSyncer>,
-    /// The fdatasyncs of the open bundle and the commit log still running
-    /// after a commit that its anchor slot alone acknowledged (its redo
-    /// holds the events): the next commit waits for them before it writes
-    /// anything ([`TileStore::settle`]).
+    /// The fdatasyncs of the open bundle and the commit log running in the
+    /// background behind commits that their anchor slots alone
+    /// acknowledged (their redos hold the events): a round covers every
+    /// commit written when it began ([`TileStore::settle`]).
     in_flight: Option<InFlight>,
+    /// The store's length up to which its events and commit records are
+    /// known durable. A slot of the anchor ring is overwritten only when
+    /// this reaches the size the slot names, so that the ring's redos
+    /// always cover every commit the store may lack (docs/FORMAT.md §9).
+    durable_len: u64,
+    /// How long each fdatasync of the store's sync threads is held back:
+    /// zero, but in crash tests ([`TileStore::hold_back_syncs`]).
+    sync_delay: std::time::Duration,
 }
 
-/// Background fdatasyncs begun after a commit acknowledged by its anchor
-/// slot: of the commit log always, of the open bundle when `part` names it.
+/// A round of background fdatasyncs begun after a commit acknowledged by
+/// its anchor slot: of the commit log always, of the open bundle when
+/// `part` names it. When both finish, the store is durable up to `covers`.
 struct InFlight {
     part: Option<PathBuf>,
+    covers: u64,
 }
 
 impl Writer {
@@ -1007,7 +1017,14 @@ impl Writer {
             bundle_syncer: None,
             commits_syncer: None,
             in_flight: None,
+            durable_len: 0,
+            sync_delay: std::time::Duration::ZERO,
         }
+    }
+
+    /// How long each fdatasync of a sync thread started now is held back.
+    fn sync_delay(&self) -> std::time::Duration {
+        self.sync_delay
     }
 }
 
@@ -1016,10 +1033,13 @@ impl Writer {
 struct BundleSyncer {
     requests: std::sync::mpsc::Sender<Arc<File>>,
     answers: std::sync::mpsc::Receiver<std::io::Result<()>>,
+    /// An fdatasync was begun and its answer not yet taken.
+    busy: bool,
 }
 
 impl BundleSyncer {
-    fn start() -> Result<Self> {
+    /// The thread; each fdatasync waits `delay` first (zero but in tests).
+    fn start(delay: std::time::Duration) -> Result<Self> {
         let (requests, rx) = std::sync::mpsc::channel::<Arc<File>>();
         let (tx, answers) = std::sync::mpsc::channel();
         std::thread::Builder::new()
@@ -1027,27 +1047,68 @@ impl BundleSyncer {
             .spawn(move || {
                 // Ends when the writer (the sender) is dropped.
                 for file in rx {
+                    if !delay.is_zero() {
+                        std::thread::sleep(delay);
+                    }
                     if tx.send(file.sync_data()).is_err() {
                         break;
                     }
                 }
             })
             .map_err(|e| LogError::io("bundle fsync thread", e))?;
-        Ok(Self { requests, answers })
+        Ok(Self {
+            requests,
+            answers,
+            busy: false,
+        })
     }
 
     /// Starts an fdatasync of `file`; [`BundleSyncer::wait`] gives its result.
-    fn begin(&self, file: Arc<File>) -> std::io::Result<()> {
+    fn begin(&mut self, file: Arc<File>) -> std::io::Result<()> {
         self.requests
             .send(file)
-            .map_err(|_| std::io::Error::other("the bundle fsync thread ended"))
+            .map_err(|_| std::io::Error::other("the bundle fsync thread ended"))?;
+        self.busy = true;
+        Ok(())
     }
 
-    fn wait(&self) -> std::io::Result<()> {
+    /// The result of the fdatasync begun last (`Ok` when none is running).
+    fn wait(&mut self) -> std::io::Result<()> {
+        if !std::mem::take(&mut self.busy) {
+            return Ok(());
+        }
         self.answers
             .recv()
             .unwrap_or_else(|_| Err(std::io::Error::other("the bundle fsync thread ended")))
     }
+
+    /// [`BundleSyncer::wait`] if the fdatasync has finished, else `None`.
+    fn finished(&mut self) -> Option<std::io::Result<()>> {
+        if !self.busy {
+            return Some(Ok(()));
+        }
+        match self.answers.try_recv() {
+            Ok(answer) => {
+                self.busy = false;
+                Some(answer)
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => None,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                self.busy = false;
+                Some(Err(std::io::Error::other("the bundle fsync thread ended")))
+            }
+        }
+    }
+}
+
+/// Where the commits of an anchored chain begin, and where the last ends,
+/// in order.
+fn chain_boundaries(chain: &[(String, AnchorRedo)]) -> impl DoubleEndedIterator<Item = u64> + '_ {
+    chain.iter().map(|(_, r)| r.first_seq).chain(
+        chain
+            .last()
+            .map(|(_, r)| r.first_seq + r.events.len() as u64),
+    )
 }
 
 mod derived;
@@ -1123,6 +1184,24 @@ impl TileStore {
         }
         let offset = entry.as_ptr() as usize - bytes.as_ptr() as usize;
         Ok((path, offset as u64, entry.len()))
+    }
+
+    /// For crash tests: holds back every fdatasync of the store's sync
+    /// threads (the background rounds, and the bundle's and commit log's
+    /// syncs of a commit) by `delay`, as a slow disk would, so that a test
+    /// can stop the store while a round is known not to have finished.
+    /// Never used by the ledger.
+    #[doc(hidden)]
+    pub fn hold_back_syncs(&self, delay: std::time::Duration) {
+        let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let w = &mut *guard;
+        if let Err(e) = self.settle(w, true) {
+            tracing::warn!("tile store: {e}");
+            w.broken = true;
+        }
+        w.sync_delay = delay;
+        w.bundle_syncer = None;
+        w.commits_syncer = None;
     }
 
     /// Creates an empty tile store under `dir` durably (`tiles/`,
@@ -1247,31 +1326,41 @@ impl TileStore {
         };
         let mut view = store.view_at(record.as_ref(), log_len, open_bundle)?;
         let mut part_bytes = part_bytes;
-        // The commits the anchor slots carry (one client's appends, each
+        // The commits the anchor ring carries (small commits, each
         // acknowledged by its slot alone): the store may lack them, or hold
-        // them torn, after a stop. Unless it holds them intact, it is cut
-        // back to where they begin, which was durable before they were
-        // anchored, and they are committed again below.
+        // them torn, after a stop. Where it does not hold them intact, it is
+        // cut back to the last commit of theirs it holds intact (at worst to
+        // where they begin, which was durable before they were anchored),
+        // and the rest are committed again below.
         let chain = store.anchored_chain()?;
-        if let Some((_, first)) = chain.first() {
+        if let Some((_, first)) = chain.first()
+            && view.len >= first.first_seq
+        {
+            *store.view.write().unwrap_or_else(PoisonError::into_inner) = view.clone();
             let from = first.first_seq;
             let to = from
                 + chain
                     .iter()
                     .map(|(_, r)| r.events.len() as u64)
                     .sum::<u64>();
-            let holds_them = view.len >= from && {
-                *store.view.write().unwrap_or_else(PoisonError::into_inner) = view.clone();
-                store.holds_intact(record.as_ref(), from, view.len.min(to), &chain)?
-            };
-            if view.len >= from && !holds_them {
-                match store.record_of_len(physical, from)? {
-                    Some((rec, entries, bytes)) => {
+            // Events past the chain's end were never acknowledged but are
+            // valid (the ledger's open anchors them): not cut.
+            let held = store.chain_held_intact(view.len, &chain)?;
+            if held < view.len.min(to) {
+                let mut cut = None;
+                for boundary in chain_boundaries(&chain).rev().filter(|b| *b <= held) {
+                    if let Some(found) = store.record_of_len(physical, boundary)? {
+                        cut = Some((boundary, found));
+                        break;
+                    }
+                }
+                match cut {
+                    Some((at, (rec, entries, bytes))) => {
                         tracing::warn!(
-                            "tile store: the anchor carries events {from}..{to}, which the store does not hold intact ({} events); cut back to {from} to commit them again",
+                            "tile store: the anchor carries events {from}..{to}, which the store does not hold intact ({} events); cut back to {at} to commit the rest again",
                             view.len
                         );
-                        view = store.view_at(rec.as_ref(), from, entries)?;
+                        view = store.view_at(rec.as_ref(), at, entries)?;
                         part_bytes = bytes;
                     }
                     None => tracing::warn!(
@@ -1280,6 +1369,10 @@ impl TileStore {
                 }
             }
         }
+        // Bytes an earlier process wrote may be in the page cache only (it
+        // was killed between a commit and its background fdatasyncs): they
+        // are made durable before any slot of the ring can be overwritten.
+        store.sync_open_files(view.len)?;
         let commits_end = view.commits_end;
         {
             let mut ix = store.derived.indexes();
@@ -1300,7 +1393,9 @@ impl TileStore {
             )?;
             ix.indexed_end = commits_end;
         }
-        store.writer = Mutex::new(Writer::at(view.clone(), part_bytes));
+        let mut writer = Writer::at(view.clone(), part_bytes);
+        writer.durable_len = view.len;
+        store.writer = Mutex::new(writer);
         store.view = RwLock::new(view);
         store.redo_from_anchor(chain)?;
         Ok(store)
@@ -1338,61 +1433,85 @@ impl TileStore {
         Ok(view)
     }
 
-    /// The commits the two anchor slots carry, oldest first: the newest
-    /// slot's redo, preceded by the other slot's when that one ends where
-    /// the newest begins (its checkpoint names that size). A commit
-    /// acknowledged by its slot alone leaves the store durable up to the
-    /// first event of the commit before it, never less, so these cover
-    /// everything the store may lack (docs/FORMAT.md §9).
+    /// The commits the anchor ring carries that the store may lack, oldest
+    /// first: the newest slot's redo, preceded by the redo of the slot that
+    /// ends where it begins (its checkpoint names that size), and so on
+    /// back, but none that ends where the newest slot says the store was
+    /// durable already. A commit acknowledged by its slot alone overwrites
+    /// the oldest slot only once the store is durable up to the size that
+    /// slot names, so these cover everything the store may lack; and a
+    /// difference before the durable mark is damage, never taken for a
+    /// write that did not reach the disk (docs/FORMAT.md §9).
     fn anchored_chain(&self) -> Result<Vec<(String, AnchorRedo)>> {
-        let mut slots = self.anchor.read_newest_first()?.into_iter();
-        let Some((note, Some(newest))) = slots.next() else {
+        let mut slots = self.anchor.read_newest_first()?;
+        let Some((note, Some(newest))) = (!slots.is_empty()).then(|| slots.remove(0)) else {
             return Ok(Vec::new());
         };
-        let mut chain = Vec::with_capacity(2);
-        if let Some((older_note, Some(older))) = slots.next()
-            && older.first_seq.checked_add(older.events.len() as u64) == Some(newest.first_seq)
-            && crate::checkpoint::unverified_size_and_root(&older_note)
-                .is_some_and(|(size, _)| size == newest.first_seq)
-        {
-            chain.push((older_note, older));
+        let mut chain = vec![(note, newest)];
+        loop {
+            let begins = chain[chain.len() - 1].1.first_seq;
+            let before = slots.iter().position(|(note, redo)| {
+                redo.as_ref().is_some_and(|r| {
+                    r.first_seq.checked_add(r.events.len() as u64) == Some(begins)
+                        && crate::checkpoint::unverified_size_and_root(note)
+                            .is_some_and(|(size, _)| size == begins)
+                })
+            });
+            match before.map(|i| slots.remove(i)) {
+                Some((note, Some(redo))) => chain.push((note, redo)),
+                _ => break,
+            }
         }
-        chain.push((note, newest));
+        chain.reverse();
+        let durable = chain[chain.len() - 1].1.durable;
+        chain.retain(|(_, r)| r.first_seq + r.events.len() as u64 > durable);
         Ok(chain)
     }
 
-    /// Whether the store (opened at `record`) holds events `from..to`
-    /// exactly as the anchored `chain` carries its first `to - from`
-    /// events, and a commit record ending at `from` on the intact chain of
-    /// records back from `record`.
-    fn holds_intact(
-        &self,
-        record: Option<&CommitRecord>,
-        from: u64,
-        to: u64,
-        chain: &[(String, AnchorRedo)],
-    ) -> Result<bool> {
-        let anchored = chain
-            .iter()
-            .flat_map(|(_, r)| r.events.iter())
-            .take(usize::try_from(to - from).unwrap_or(usize::MAX));
-        let stored = match self.event_range(from, to) {
-            Ok(stored) => stored,
-            // Torn bytes: not held intact, so committed again.
-            Err(LogError::Corrupt { .. }) => return Ok(false),
-            Err(e) => return Err(e),
+    /// The largest boundary of the anchored `chain` (where one of its
+    /// commits begins or the last ends), at most `len`, such that the store
+    /// holds the chain's events from its first one up to it byte for byte.
+    fn chain_held_intact(&self, len: u64, chain: &[(String, AnchorRedo)]) -> Result<u64> {
+        let Some((_, first)) = chain.first() else {
+            return Ok(len);
         };
-        if stored.len() as u64 != to - from || !stored.iter().map(|(_, b)| b).eq(anchored) {
-            return Ok(false);
-        }
-        let mut r = record.cloned();
-        while let Some(rec) = r {
-            if rec.log_len <= from {
-                return Ok(rec.log_len == from);
+        let mut held = first.first_seq;
+        for (_, redo) in chain {
+            let end = redo.first_seq + redo.events.len() as u64;
+            if end > len {
+                break;
             }
-            r = record_ending_at(&self.commits, rec.start, &self.commits_path)?;
+            let stored = match self.event_range(redo.first_seq, end) {
+                Ok(stored) => stored,
+                // Torn bytes: not held intact, so committed again.
+                Err(LogError::Corrupt { .. }) => break,
+                Err(e) => return Err(e),
+            };
+            if !stored.iter().map(|(_, b)| b).eq(redo.events.iter()) {
+                break;
+            }
+            held = end;
         }
-        Ok(from == 0)
+        Ok(held)
+    }
+
+    /// fdatasyncs the commit log and the open bundle of a store of `len`
+    /// events.
+    fn sync_open_files(&self, len: u64) -> Result<()> {
+        self.commits
+            .sync_data()
+            .map_err(|e| LogError::io(&self.commits_path, e))?;
+        if !len.is_multiple_of(TILE_WIDTH) {
+            let bundle = len / TILE_WIDTH;
+            for path in [self.part_path(bundle), self.path(&bundle_path(bundle))] {
+                match File::open(&path) {
+                    Ok(f) => f.sync_data().map_err(|e| LogError::io(&path, e))?,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(LogError::io(&path, e)),
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The last intact commit record whose log length is `len`, searched
@@ -1945,23 +2064,93 @@ impl TileStore {
         Ok(())
     }
 
-    /// Waits for the fdatasyncs a commit acknowledged by its anchor slot
-    /// left running. Their failure fails this call (and so the commit that
-    /// waits: fail-stop); the acknowledged commit is safe in its anchor
-    /// slot's redo either way.
-    fn settle(&self, w: &mut Writer) -> Result<()> {
-        let Some(f) = w.in_flight.take() else {
+    /// Takes the result of the round of background fdatasyncs, if one was
+    /// begun: waiting for it with `block`, else only when it has finished.
+    /// When it has, the store is durable up to what it covers. A failure
+    /// fails this call (and so the commit that waits: fail-stop); the
+    /// commits the round covers are safe in the anchor ring's redos either
+    /// way.
+    fn settle(&self, w: &mut Writer, block: bool) -> Result<()> {
+        let Writer {
+            in_flight,
+            commits_syncer,
+            bundle_syncer,
+            durable_len,
+            ..
+        } = w;
+        let Some(round) = in_flight.as_ref() else {
             return Ok(());
         };
-        let commits = match &w.commits_syncer {
-            Some(s) => s.wait().map_err(|e| LogError::io(&self.commits_path, e)),
-            None => Ok(()),
+        let take = |syncer: &mut Option<BundleSyncer>| match syncer {
+            Some(s) if block => Some(s.wait()),
+            Some(s) => s.finished(),
+            None => Some(Ok(())),
         };
-        let part = match (&f.part, &w.bundle_syncer) {
-            (Some(path), Some(s)) => s.wait().map_err(|e| LogError::io(path, e)),
+        let commits = take(commits_syncer);
+        let part = match &round.part {
+            Some(path) => take(bundle_syncer).map(|r| r.map_err(|e| LogError::io(path, e))),
+            None => Some(Ok(())),
+        };
+        let commits = commits.map(|r| r.map_err(|e| LogError::io(&self.commits_path, e)));
+        match (commits, part) {
+            (Some(Err(e)), _) | (_, Some(Err(e))) => Err(e),
+            (Some(Ok(())), Some(Ok(()))) => {
+                *durable_len = (*durable_len).max(round.covers);
+                *in_flight = None;
+                Ok(())
+            }
             _ => Ok(()),
+        }
+    }
+
+    /// Begins a round of background fdatasyncs of the commit log and of the
+    /// open bundle, covering every commit written so far (`covers` events).
+    fn begin_round(&self, w: &mut Writer, covers: u64) -> Result<()> {
+        let sync_delay = w.sync_delay();
+        let part = w
+            .part_file
+            .as_ref()
+            .map(|(bundle, file)| (self.part_path(*bundle), Arc::clone(file)));
+        let commits_syncer = match &mut w.commits_syncer {
+            Some(s) => s,
+            none => none.insert(BundleSyncer::start(sync_delay)?),
         };
-        commits.and(part)
+        commits_syncer
+            .begin(Arc::clone(&self.commits))
+            .map_err(|e| LogError::io(&self.commits_path, e))?;
+        w.in_flight = Some(InFlight { part: None, covers });
+        if let Some((path, file)) = part {
+            let bundle_syncer = match &mut w.bundle_syncer {
+                Some(s) => s,
+                none => none.insert(BundleSyncer::start(sync_delay)?),
+            };
+            bundle_syncer
+                .begin(file)
+                .map_err(|e| LogError::io(&path, e))?;
+            w.in_flight = Some(InFlight {
+                part: Some(path),
+                covers,
+            });
+        }
+        Ok(())
+    }
+
+    /// Makes the store durable up to the size the anchor slot written next
+    /// names, since the redo it holds is lost with the overwrite: takes the
+    /// running round, and when that is not enough begins one covering this
+    /// commit (`next` events, all written) and waits for it. A round
+    /// normally finished long before the ring comes round.
+    fn make_room_for_slot(&self, w: &mut Writer, next: u64) -> Result<()> {
+        let needed = self.anchor.overwritten_by_next();
+        if w.durable_len >= needed {
+            return Ok(());
+        }
+        self.settle(w, true)?;
+        if w.durable_len >= needed {
+            return Ok(());
+        }
+        self.begin_round(w, next)?;
+        self.settle(w, true)
     }
 
     /// fdatasyncs the open bundle's file, if this commit wrote to it.
@@ -1986,31 +2175,42 @@ impl TileStore {
             guard.broken = true;
             return Err(e);
         }
-        let slot = match &batch.checkpoint {
+        let anchored_note = match &batch.checkpoint {
             Some((size, note))
                 if anchor
                     && batch.events.first().map(|(seq, _)| *seq) == Some(guard.view.len)
-                    && guard.view.len.checked_add(batch.events.len() as u64) == Some(*size) =>
+                    && guard.view.len.checked_add(batch.events.len() as u64) == Some(*size)
+                    && self.anchor.fits_redo_of(note, batch) =>
             {
-                Anchor::slot_with_redo_of(note, batch)
+                Some(note.as_str())
             }
             _ => None,
         };
-        let result = self.commit_locked(&mut guard, batch, slot.as_deref());
+        let result = self.commit_locked(&mut guard, batch, anchored_note);
         if result.is_err() {
             guard.broken = true;
         }
-        result.map(|()| slot.is_some())
+        result.map(|()| anchored_note.is_some())
     }
 
-    /// Commits `batch`; with `anchor_slot` (an anchor slot carrying this
-    /// batch's redo) also writes the anchor, synced beside the bundle and
-    /// the commit log.
+    /// The anchor slot carrying `note` and `batch`'s redo, with the
+    /// store's durable length as it is now.
+    fn redo_slot(&self, w: &Writer, note: &str, batch: &CommitBatch) -> Result<Vec<u8>> {
+        self.anchor
+            .slot_with_redo(note, &AnchorRedo::of(batch, w.durable_len))
+            .ok_or_else(|| {
+                LogError::FailedPrecondition("a commit's redo does not fit an anchor slot".into())
+            })
+    }
+
+    /// Commits `batch`; with `anchor_slot` (the checkpoint note of an
+    /// anchor slot to carry this batch's redo: it fits) also writes the
+    /// anchor, synced beside the bundle and the commit log, or alone.
     fn commit_locked(
         &self,
         w: &mut Writer,
         batch: &CommitBatch,
-        anchor_slot: Option<&[u8]>,
+        anchor_slot: Option<&str>,
     ) -> Result<()> {
         let mut next = w.view.len;
         for (seq, _) in &batch.events {
@@ -2033,12 +2233,10 @@ impl TileStore {
                 "a commit's Merkle leaves do not match its events".into(),
             ));
         }
-        // A commit acknowledged by its anchor slot alone left the bundle's
-        // and the commit log's fdatasyncs running: they finish first, so
-        // that the store is durable up to this commit's first event before
-        // it syncs anything or writes its anchor slot (the slot it
-        // overwrites may hold the redo of the commit before the last).
-        self.settle(w)?;
+        // Take the result of the background round if it has finished
+        // (commits acknowledged by their anchor slots alone): the store is
+        // then durable up to what it covered.
+        self.settle(w, false)?;
         self.cut_commit_log(w)?;
         // Events into bundles.
         let mut large_written = false;
@@ -2133,43 +2331,24 @@ impl TileStore {
             .map_err(|e| LogError::io(&self.commits_path, e))?;
         let size = batch.checkpoint.as_ref().map(|c| c.0);
         match anchor_slot {
-            Some(slot) if !filled_a_bundle && wrote_part => {
-                // One client's appends: the anchor slot, carrying the events,
-                // is the one fdatasync the commit waits for (an in-place
-                // 4 KiB overwrite, the cheapest sync on this disk); the
-                // bundle's and the commit log's run after it, and overlap
-                // the caller's next request instead of this one's. An open
-                // after a stop redoes from the two anchor slots whatever
-                // the store lacks (docs/FORMAT.md §9).
-                self.anchor.write_slot(size, slot)?;
-                let Some((bundle, file)) = &w.part_file else {
-                    return Err(LogError::FailedPrecondition(
-                        "a commit wrote to no open bundle".into(),
-                    ));
-                };
-                let part_path = self.part_path(*bundle);
-                let file = Arc::clone(file);
-                if w.bundle_syncer.is_none() {
-                    w.bundle_syncer = Some(BundleSyncer::start()?);
+            Some(note) if !filled_a_bundle && wrote_part => {
+                // Small commits (one client's appends, or a group commit of
+                // up to a few hundred small events): the anchor slot,
+                // carrying the events, is the one fdatasync the commit
+                // waits for. The bundle's and the commit log's run in
+                // background rounds, each covering every commit written
+                // when it began, and overlap the next commits instead of
+                // this one. The slot overwritten is the oldest of the ring,
+                // whose commit the store must hold durably first
+                // ([`TileStore::make_room_for_slot`]). An open after a stop
+                // redoes from the ring whatever the store lacks
+                // (docs/FORMAT.md §9).
+                self.make_room_for_slot(w, next)?;
+                let slot = self.redo_slot(w, note, batch)?;
+                self.anchor.write_slot(size, &slot)?;
+                if w.in_flight.is_none() {
+                    self.begin_round(w, next)?;
                 }
-                if w.commits_syncer.is_none() {
-                    w.commits_syncer = Some(BundleSyncer::start()?);
-                }
-                // Invariant: both set just above.
-                let (bundle_syncer, commits_syncer) = (
-                    w.bundle_syncer.as_ref().expect("a bundle syncer"),
-                    w.commits_syncer.as_ref().expect("a commit log syncer"),
-                );
-                commits_syncer
-                    .begin(Arc::clone(&self.commits))
-                    .map_err(|e| LogError::io(&self.commits_path, e))?;
-                w.in_flight = Some(InFlight { part: None });
-                bundle_syncer
-                    .begin(file)
-                    .map_err(|e| LogError::io(&part_path, e))?;
-                w.in_flight = Some(InFlight {
-                    part: Some(part_path),
-                });
             }
             _ => {
                 // The bundle and the commit log are synced side by side: a
@@ -2179,14 +2358,24 @@ impl TileStore {
                 // this returns, or with `anchor_slot` (a commit that filled
                 // a bundle) synced beside both, carrying the events, so that
                 // an anchor durable before them redoes the commit at the
-                // next open.
+                // next open. The syncers are free first (a running round
+                // is taken), and the slot the anchor overwrites no longer
+                // needed.
+                self.settle(w, true)?;
+                let anchor_slot = match anchor_slot {
+                    Some(note) => {
+                        self.make_room_for_slot(w, next)?;
+                        Some(self.redo_slot(w, note, batch)?)
+                    }
+                    None => None,
+                };
+                let sync_delay = w.sync_delay();
                 let part_path = match (&w.part_file, wrote_part) {
                     (Some((bundle, file)), true) => {
-                        if w.bundle_syncer.is_none() {
-                            w.bundle_syncer = Some(BundleSyncer::start()?);
-                        }
-                        // Invariant: set just above.
-                        let syncer = w.bundle_syncer.as_ref().expect("a bundle syncer");
+                        let syncer = match &mut w.bundle_syncer {
+                            Some(s) => s,
+                            none => none.insert(BundleSyncer::start(sync_delay)?),
+                        };
                         let part_path = self.part_path(*bundle);
                         syncer
                             .begin(Arc::clone(file))
@@ -2201,27 +2390,27 @@ impl TileStore {
                         .sync_data()
                         .map_err(|e| LogError::io(&self.commits_path, e)),
                     Some(slot) => {
-                        if w.commits_syncer.is_none() {
-                            w.commits_syncer = Some(BundleSyncer::start()?);
-                        }
-                        // Invariant: set just above.
-                        let syncer = w.commits_syncer.as_ref().expect("a commit log syncer");
+                        let syncer = match &mut w.commits_syncer {
+                            Some(s) => s,
+                            none => none.insert(BundleSyncer::start(sync_delay)?),
+                        };
                         let begun = syncer
                             .begin(Arc::clone(&self.commits))
                             .map_err(|e| LogError::io(&self.commits_path, e));
-                        let anchored = begun.and_then(|()| self.anchor.write_slot(size, slot));
+                        let anchored = begun.and_then(|()| self.anchor.write_slot(size, &slot));
                         let synced = syncer
                             .wait()
                             .map_err(|e| LogError::io(&self.commits_path, e));
                         anchored.and(synced)
                     }
                 };
-                let part = match (&part_path, &w.bundle_syncer) {
+                let part = match (&part_path, &mut w.bundle_syncer) {
                     (Some(path), Some(syncer)) => syncer.wait().map_err(|e| LogError::io(path, e)),
                     _ => Ok(()),
                 };
                 commits?;
                 part?;
+                w.durable_len = next;
             }
         }
         w.cut_pending = false;
@@ -2505,7 +2694,7 @@ impl Store for TileStore {
     fn put_checkpoints(&self, checkpoints: &[(u64, String)]) -> Result<()> {
         let mut guard = self.lock_writer()?;
         let w = &mut *guard;
-        self.settle(w)?;
+        self.settle(w, true)?;
         self.cut_commit_log(w)?;
         let mut bytes = Vec::new();
         let mut records = Vec::new();
@@ -2575,9 +2764,17 @@ impl Drop for TileStore {
             .writer
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
-        if w.in_flight.is_some() {
+        if w.in_flight.is_some() || w.durable_len < w.view.len {
             let mut w = std::mem::replace(w, Writer::at(View::default(), 0));
-            if let Err(e) = self.settle(&mut w) {
+            let mut closed = self.settle(&mut w, true);
+            if closed.is_ok() && !w.broken && w.durable_len < w.view.len {
+                closed = self.sync_part(&w).and_then(|()| {
+                    self.commits
+                        .sync_data()
+                        .map_err(|e| LogError::io(&self.commits_path, e))
+                });
+            }
+            if let Err(e) = closed {
                 tracing::warn!(
                     "tile store: closing: {e}; the next open commits the last commits again from the anchor"
                 );
@@ -2593,6 +2790,47 @@ impl Drop for TileStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ring_slot_is_overwritten_only_once_the_store_is_durable_where_the_ring_begins() {
+        // Given a tile store whose background fdatasyncs take 30 ms each (a
+        // slow disk: many slot writes happen during one round),
+        let dir = tempfile::tempdir().unwrap();
+        let store = TileStore::create(dir.path()).unwrap();
+        store.hold_back_syncs(std::time::Duration::from_millis(30));
+        let mut frontier = merkle::Frontier::new();
+        // when 40 one-event commits are acknowledged by their anchor slots
+        // alone (five times round the ring of eight),
+        for seq in 0..40u64 {
+            let bytes = format!("\x01ring-{seq}").into_bytes();
+            let mut batch = CommitBatch::default();
+            batch.nodes.extend(frontier.push(merkle::leaf_hash(&bytes)));
+            batch.events.push((seq, bytes));
+            let body = crate::checkpoint::Checkpoint {
+                origin: "example.org/ring-test".into(),
+                size: seq + 1,
+                root: frontier.root(),
+                extensions: Vec::new(),
+            }
+            .body();
+            batch.checkpoint = Some((seq + 1, format!("{body}\n— example.org/ring-test AAAA\n")));
+            assert!(
+                store.commit_anchored(&batch).unwrap(),
+                "commit {seq} anchored"
+            );
+            // then after each, the store is durable at least up to where the
+            // ring's chain of redos begins, so a stop loses nothing the
+            // ring cannot give back.
+            let chain = store.anchored_chain().unwrap();
+            assert_eq!(chain.last().map(|(_, r)| r.first_seq), Some(seq));
+            let durable = store.writer.lock().unwrap().durable_len;
+            assert!(
+                chain[0].1.first_seq <= durable,
+                "after commit {seq}: the ring's redos begin at {} but the store is durable only to {durable}",
+                chain[0].1.first_seq
+            );
+        }
+    }
 
     #[test]
     fn tile_paths_follow_c2sp() {

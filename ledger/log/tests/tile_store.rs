@@ -418,6 +418,11 @@ fn commit_files(dir: &Path, len: u64) -> [(std::path::PathBuf, Option<u64>); 2] 
     ]
 }
 
+/// How long the store's fdatasyncs are held back in tests that stop it
+/// while its background round has not finished (a slow disk), so that the
+/// anchor ring's durable mark stays where the test needs it.
+const HOLD_BACK: std::time::Duration = std::time::Duration::from_millis(300);
+
 /// A store holding `first`, then `anchored` committed with their anchor
 /// (each fits a slot), then a stop after the last anchor's fdatasync and
 /// before any of those commits' bundle or commit-log bytes were durable:
@@ -425,6 +430,7 @@ fn commit_files(dir: &Path, len: u64) -> [(std::path::PathBuf, Option<u64>); 2] 
 fn lose_anchored_commits(dir: &Path, first: &CommitBatch, anchored: &[&CommitBatch]) {
     let store = create(dir);
     store.commit(first).unwrap();
+    store.hold_back_syncs(HOLD_BACK);
     let before = commit_files(dir, first.events.len() as u64);
     for batch in anchored {
         assert!(store.commit_anchored(batch).unwrap());
@@ -521,6 +527,7 @@ fn anchored_commits_the_store_holds_torn_are_cut_back_and_committed_again() {
     let [(commits, Some(commits_at)), (part, Some(part_at))] = commit_files(dir.path(), 10) else {
         panic!("the first commit wrote both files");
     };
+    store.hold_back_syncs(HOLD_BACK);
     assert!(store.commit_anchored(&older).unwrap());
     assert!(store.commit_anchored(&newer).unwrap());
     drop(store);
@@ -539,22 +546,112 @@ fn anchored_commits_the_store_holds_torn_are_cut_back_and_committed_again() {
 }
 
 #[test]
-fn an_anchor_ahead_of_the_store_by_more_than_its_two_slots_is_not_redone() {
-    // Given three commits anchored with their events, of which the store
-    // lost all three (the oldest one's slot was overwritten: a store that
-    // lost what was durable before the two slots' commits),
+fn an_anchor_ahead_of_the_store_by_more_than_its_ring_is_not_redone() {
+    // Given nine commits anchored with their events, of which the store
+    // lost all nine (the oldest one's slot was overwritten: a store that
+    // lost what was durable before the ring's eight commits),
     let dir = tempfile::tempdir().unwrap();
     let mut model = Model::new();
     let first = model.batch(10);
-    let lost = model.batch_of(3, small_event);
-    let middle = model.batch_of(1, small_event);
-    let last = model.batch_of(2, small_event);
-    lose_anchored_commits(dir.path(), &first, &[&lost, &middle, &last]);
+    let lost: Vec<CommitBatch> = (0..9).map(|_| model.batch_of(1, small_event)).collect();
+    let last = lost.last().unwrap();
+    lose_anchored_commits(dir.path(), &first, &lost.iter().collect::<Vec<_>>());
     // when the store opens, then it holds what survived and nothing more:
-    // the anchor, still at 16, is for the ledger's check to report.
+    // the anchor, still at 19, is for the ledger's check to report.
     let store = open(dir.path());
     assert_eq!(store.len().unwrap(), 10);
-    assert_eq!(store.anchor().unwrap(), last.checkpoint.map(|c| c.1));
+    assert_eq!(
+        store.anchor().unwrap(),
+        last.checkpoint.clone().map(|c| c.1)
+    );
+}
+
+#[test]
+fn the_ring_commits_again_all_eight_anchored_commits_the_store_lost() {
+    // Given eight commits acknowledged by their anchor slots alone, of
+    // different sizes, none of which reached the store's files durably,
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = Model::new();
+    let first = model.batch(10);
+    let lost: Vec<CommitBatch> = (1..=8).map(|n| model.batch_of(n, small_event)).collect();
+    lose_anchored_commits(dir.path(), &first, &lost.iter().collect::<Vec<_>>());
+    // when the store opens, then it commits all eight again, in order, with
+    // their statements and checkpoints, and so after another reopen.
+    for _ in 0..2 {
+        let store = open(dir.path());
+        assert_eq!(store.len().unwrap(), 46);
+        let got: Vec<Vec<u8>> = store
+            .event_range(10, 46)
+            .unwrap()
+            .into_iter()
+            .map(|(_, b)| b)
+            .collect();
+        assert_eq!(got, (10..46).map(small_event).collect::<Vec<_>>());
+        assert_eq!(
+            merkle::root_at(&store, 46).unwrap(),
+            merkle::root_at(&model.tree, 46).unwrap()
+        );
+        for batch in &lost {
+            let (seq, _) = batch.events[0];
+            assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
+            let (size, note) = batch.checkpoint.clone().unwrap();
+            assert_eq!(store.checkpoint(Some(size)).unwrap(), Some((size, note)));
+        }
+    }
+}
+
+#[test]
+fn a_store_holding_the_ring_torn_midway_keeps_what_is_intact_and_redoes_the_rest() {
+    // Given four commits acknowledged by their anchor slots alone, of which
+    // the store's files hold the first two intact and the third torn (a
+    // page of its bundle bytes written back as zeros before a power cut),
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = Model::new();
+    let first = model.batch(10);
+    let ring: Vec<CommitBatch> = (0..4).map(|_| model.batch_of(2, small_event)).collect();
+    let store = create(dir.path());
+    store.commit(&first).unwrap();
+    store.hold_back_syncs(HOLD_BACK);
+    for batch in &ring[..2] {
+        assert!(store.commit_anchored(batch).unwrap());
+    }
+    let [(commits, Some(commits_at)), (part, Some(part_at))] = commit_files(dir.path(), 14) else {
+        panic!("the commits wrote both files");
+    };
+    for batch in &ring[2..] {
+        assert!(store.commit_anchored(batch).unwrap());
+    }
+    drop(store);
+    let zero = |path: &Path, at: u64, n: usize| {
+        use std::os::unix::fs::FileExt as _;
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.write_all_at(&vec![0; n], at).unwrap();
+    };
+    zero(&part, part_at + 2, 4);
+    let intact_commits = std::fs::read(&commits).unwrap()[..commits_at as usize].to_vec();
+    // when the store opens, then it cuts back to the end of the second
+    // commit (the commit log keeps its first three records), and commits
+    // the third and fourth again from the ring.
+    let store = open(dir.path());
+    assert_eq!(store.len().unwrap(), 18);
+    let got: Vec<Vec<u8>> = store
+        .event_range(10, 18)
+        .unwrap()
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(got, (10..18).map(small_event).collect::<Vec<_>>());
+    assert_eq!(
+        merkle::root_at(&store, 18).unwrap(),
+        merkle::root_at(&model.tree, 18).unwrap()
+    );
+    assert_eq!(
+        std::fs::read(&commits).unwrap()[..commits_at as usize],
+        intact_commits[..],
+        "the intact records were kept"
+    );
+    drop(store);
+    assert_eq!(open(dir.path()).len().unwrap(), 18);
 }
 
 #[test]
@@ -1096,4 +1193,38 @@ fn an_index_growth_that_fails_stops_later_commits_and_every_statement_stays_find
         assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
     }
     store.commit(&model.batch_of(1, small_event)).unwrap();
+}
+
+#[test]
+fn damage_before_the_rings_durable_mark_is_left_for_the_check_never_redone() {
+    // Given a commit anchored with its events, the store then made durable
+    // (closed and reopened), and a second commit anchored with its events
+    // (its slot records the store durable up to 13),
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = Model::new();
+    let first = model.batch(10);
+    let older = model.batch_of(3, small_event);
+    let newer = model.batch_of(2, small_event);
+    let store = create(dir.path());
+    store.commit(&first).unwrap();
+    assert!(store.commit_anchored(&older).unwrap());
+    drop(store);
+    let store = open(dir.path());
+    assert!(store.commit_anchored(&newer).unwrap());
+    drop(store);
+    // when a byte of event 11 (the older commit's, durable) is changed on
+    // disk,
+    let (path, offset, _) = TileStore::locate_entry(dir.path(), 11).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[offset as usize + 3] ^= 0x20;
+    std::fs::write(&path, &bytes).unwrap();
+    let damaged = bytes[offset as usize..offset as usize + small_event(11).len()].to_vec();
+    // then the open does not rewrite it from the ring (that commit ends at
+    // the durable mark): the store keeps the damaged bytes for the log's
+    // check to report, and holds all fifteen events.
+    let store = open(dir.path());
+    assert_eq!(store.len().unwrap(), 15);
+    assert_eq!(store.event_bytes(11).unwrap(), Some(damaged));
+    assert_ne!(store.event_bytes(11).unwrap(), Some(small_event(11)));
+    assert_eq!(store.event_bytes(14).unwrap(), Some(small_event(14)));
 }

@@ -344,7 +344,11 @@ fn older_slot(anchor: &[u8]) -> usize {
 
 fn edit_anchor(path: &Path, f: impl FnOnce(&mut [u8])) {
     let mut bytes = fs::read(path).expect("read anchor");
-    assert_eq!(bytes.len(), SLOTS * SLOT, "the anchor is a ring of eight slots");
+    assert_eq!(
+        bytes.len(),
+        SLOTS * SLOT,
+        "the anchor is a ring of eight slots"
+    );
     f(&mut bytes);
     fs::write(path, bytes).expect("write anchor");
 }

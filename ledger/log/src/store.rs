@@ -1287,9 +1287,14 @@ mod tests {
         )
     }
 
-    /// An anchor of size 40, then of 43 carrying [`redo`] (the other slot).
+    /// An anchor of size 40, then of 43 carrying [`redo`] (the next slot).
     fn anchored_at_40_then_43(dir: &Path) -> Anchor {
         let anchor = anchor_in(dir);
+        write_40_then_43(&anchor);
+        anchor
+    }
+
+    fn write_40_then_43(anchor: &Anchor) {
         anchor.write(&note(40)).unwrap();
         anchor
             .write_slot(
@@ -1297,7 +1302,6 @@ mod tests {
                 &anchor.slot_with_redo(&note(43), &redo()).unwrap(),
             )
             .unwrap();
-        anchor
     }
 
     fn redo() -> AnchorRedo {
@@ -1478,13 +1482,7 @@ mod tests {
         fs::write(&path, vec![0u8; 2 * Anchor::SLOT]).unwrap();
         let anchor = Anchor::open(&path).unwrap();
         // when three anchors are written, one with a redo,
-        anchor.write(&note(40)).unwrap();
-        anchor
-            .write_slot(
-                Some(43),
-                &anchor.slot_with_redo(&note(43), &redo()).unwrap(),
-            )
-            .unwrap();
+        write_40_then_43(&anchor);
         anchor.write(&note(44)).unwrap();
         // then the file keeps its size, the slots alternate, and a redo that
         // does not fit 4,096 bytes is not offered.

@@ -441,6 +441,16 @@ fn lose_anchored_commits(dir: &Path, first: &CommitBatch, anchored: &[&CommitBat
     }
 }
 
+/// A model of ten events, then commits of three and two small ones: the
+/// batches of the three commits.
+fn ten_then_three_and_two() -> (Model, CommitBatch, CommitBatch, CommitBatch) {
+    let mut model = Model::new();
+    let first = model.batch(10);
+    let older = model.batch_of(3, small_event);
+    let newer = model.batch_of(2, small_event);
+    (model, first, older, newer)
+}
+
 /// The store holds `model`'s events 0..15 (ten, then two anchored commits
 /// of three and two small events) with their root and statements.
 fn holds_the_fifteen(store: &TileStore, model: &Model) {
@@ -467,10 +477,7 @@ fn the_last_two_anchored_commits_lost_by_the_store_are_committed_again() {
     // the store lost both (the older one's fdatasyncs were still running
     // when the newer one was anchored),
     let dir = tempfile::tempdir().unwrap();
-    let mut model = Model::new();
-    let first = model.batch(10);
-    let older = model.batch_of(3, small_event);
-    let newer = model.batch_of(2, small_event);
+    let (model, first, older, newer) = ten_then_three_and_two();
     lose_anchored_commits(dir.path(), &first, &[&older, &newer]);
     // when the store opens, then it commits both again from the two slots.
     let store = open(dir.path());
@@ -485,10 +492,7 @@ fn of_two_anchored_commits_only_the_one_the_store_lost_is_committed_again() {
     // Given two commits acknowledged by their anchor slots alone, of which
     // the store holds the older intact and lost the newer,
     let dir = tempfile::tempdir().unwrap();
-    let mut model = Model::new();
-    let first = model.batch(10);
-    let older = model.batch_of(3, small_event);
-    let newer = model.batch_of(2, small_event);
+    let (model, first, older, newer) = ten_then_three_and_two();
     let store = create(dir.path());
     store.commit(&first).unwrap();
     assert!(store.commit_anchored(&older).unwrap());
@@ -518,10 +522,7 @@ fn anchored_commits_the_store_holds_torn_are_cut_back_and_committed_again() {
     // (pages written back out of order before a power cut: the older
     // commit's record and an entry of it are zeros, the newer intact),
     let dir = tempfile::tempdir().unwrap();
-    let mut model = Model::new();
-    let first = model.batch(10);
-    let older = model.batch_of(3, small_event);
-    let newer = model.batch_of(2, small_event);
+    let (model, first, older, newer) = ten_then_three_and_two();
     let store = create(dir.path());
     store.commit(&first).unwrap();
     let [(commits, Some(commits_at)), (part, Some(part_at))] = commit_files(dir.path(), 10) else {
@@ -1201,10 +1202,7 @@ fn damage_before_the_rings_durable_mark_is_left_for_the_check_never_redone() {
     // (closed and reopened), and a second commit anchored with its events
     // (its slot records the store durable up to 13),
     let dir = tempfile::tempdir().unwrap();
-    let mut model = Model::new();
-    let first = model.batch(10);
-    let older = model.batch_of(3, small_event);
-    let newer = model.batch_of(2, small_event);
+    let (_, first, older, newer) = ten_then_three_and_two();
     let store = create(dir.path());
     store.commit(&first).unwrap();
     assert!(store.commit_anchored(&older).unwrap());

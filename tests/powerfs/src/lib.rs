@@ -164,7 +164,16 @@ impl Handle {
             return Ok(());
         };
         match nix::mount::umount(&self.mountpoint) {
-            Ok(()) => session.join(),
+            Ok(()) => match session.join() {
+                // The unmount succeeded and tore the connection down while
+                // the session still had a request in flight: the session is
+                // over all the same (seen once in 120 power-loss trials;
+                // the image, frozen before, is unaffected).
+                Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ECONNABORTED as i32) => {
+                    Ok(())
+                }
+                ended => ended,
+            },
             Err(nix::errno::Errno::EBUSY) => {
                 nix::mount::umount2(&self.mountpoint, nix::mount::MntFlags::MNT_DETACH)?;
                 // The serving thread ends when the last user lets go.

@@ -1107,7 +1107,7 @@ fn chain_boundaries(chain: &[(String, AnchorRedo)]) -> impl DoubleEndedIterator<
     chain.iter().map(|(_, r)| r.first_seq).chain(
         chain
             .last()
-            .map(|(_, r)| r.first_seq + r.events.len() as u64),
+            .map(|(_, r)| r.first_seq.saturating_add(r.events.len() as u64)),
     )
 }
 
@@ -1338,11 +1338,9 @@ impl TileStore {
         {
             *store.view.write().unwrap_or_else(PoisonError::into_inner) = view.clone();
             let from = first.first_seq;
-            let to = from
-                + chain
-                    .iter()
-                    .map(|(_, r)| r.events.len() as u64)
-                    .sum::<u64>();
+            let to = chain.last().map_or(from, |(_, r)| {
+                r.first_seq.saturating_add(r.events.len() as u64)
+            });
             // Events past the chain's end were never acknowledged but are
             // valid (the ledger's open anchors them): not cut.
             let held = store.chain_held_intact(view.len, &chain)?;
@@ -1463,8 +1461,9 @@ impl TileStore {
             }
         }
         chain.reverse();
-        let durable = chain[chain.len() - 1].1.durable;
-        chain.retain(|(_, r)| r.first_seq + r.events.len() as u64 > durable);
+        // The slots are untrusted bytes: lengths add up saturating.
+        let durable = chain.last().map_or(0, |(_, r)| r.durable);
+        chain.retain(|(_, r)| r.first_seq.saturating_add(r.events.len() as u64) > durable);
         Ok(chain)
     }
 
@@ -1477,7 +1476,7 @@ impl TileStore {
         };
         let mut held = first.first_seq;
         for (_, redo) in chain {
-            let end = redo.first_seq + redo.events.len() as u64;
+            let end = redo.first_seq.saturating_add(redo.events.len() as u64);
             if end > len {
                 break;
             }
@@ -2790,6 +2789,35 @@ impl Drop for TileStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ring_slot_naming_events_at_the_end_of_the_sequence_space_opens_without_overflow() {
+        // Given a valid slot whose redo claims events from u64::MAX - 1 on
+        // (untrusted bytes: sums of its lengths would overflow),
+        let dir = tempfile::tempdir().unwrap();
+        let store = TileStore::create(dir.path()).unwrap();
+        let body = crate::checkpoint::Checkpoint {
+            origin: "example.org/ring-test".into(),
+            size: u64::MAX,
+            root: [7; 32],
+            extensions: Vec::new(),
+        }
+        .body();
+        let note = format!("{body}\n— example.org/ring-test AAAA\n");
+        let redo = AnchorRedo {
+            durable: 0,
+            first_seq: u64::MAX - 1,
+            events: vec![b"\x01a".to_vec(), b"\x01b".to_vec(), b"\x01c".to_vec()],
+            statements: Vec::new(),
+        };
+        let slot = store.anchor.slot_with_redo(&note, &redo).unwrap();
+        store.anchor.write_slot(Some(u64::MAX), &slot).unwrap();
+        drop(store);
+        // when the store opens, then it opens empty, redoing nothing (the
+        // anchor check of the log above reports the gap).
+        let store = TileStore::open(dir.path()).unwrap();
+        assert_eq!(store.len().unwrap(), 0);
+    }
 
     #[test]
     fn a_ring_slot_is_overwritten_only_once_the_store_is_durable_where_the_ring_begins() {

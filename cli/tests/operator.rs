@@ -245,6 +245,35 @@ fn tree_size(url: &str) -> u64 {
         .unwrap_or_else(|| panic!("a size in {v}"))
 }
 
+/// `docket bench-load` against `url`, signing with `key`, with `global`
+/// options before the command and `args` after it.
+fn bench_load_with(
+    global: &[&str],
+    url: &str,
+    key: &std::path::Path,
+    args: &[&str],
+) -> std::process::Output {
+    docket()
+        .args(global)
+        .args(["--server", url, "bench-load", "--key"])
+        .arg(key)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A `bench-load` run whose usage error is read as text on stderr.
+fn bench_load(url: &str, key: &std::path::Path, args: &[&str]) -> std::process::Output {
+    bench_load_with(&[], url, key, args)
+}
+
+/// The JSON report of a `bench-load` run that must succeed.
+fn bench_load_report(url: &str, key: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let out = bench_load_with(&["--json"], url, key, args);
+    ok(&out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn bench_load_appends_distinct_statements_past_its_presigned_ones() {
     // Given a server on a fresh ledger,
@@ -256,10 +285,10 @@ fn bench_load_appends_distinct_statements_past_its_presigned_ones() {
         let before = size();
         // when a load of 60 appends runs with only 20 of them pre-signed,
         let key = data.join("keys/admin.key");
-        let out = docket()
-            .args(["--json", "--server", &url, "bench-load", "--key"])
-            .arg(&key)
-            .args([
+        let report = bench_load_report(
+            &url,
+            &key,
+            &[
                 "--clients",
                 "2",
                 "--seconds",
@@ -268,23 +297,15 @@ fn bench_load_appends_distinct_statements_past_its_presigned_ones() {
                 "20",
                 "--max-appends",
                 "60",
-            ])
-            .output()
-            .unwrap();
-        ok(&out);
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            ],
+        );
         // then every one was appended once (none a duplicate of a
         // pre-signed one), after the writer key's registration.
         assert_eq!(report["appends"], 60, "{report}");
         assert_eq!(report["errors"], 0, "{report}");
         assert_eq!(size(), before + 61);
         // And an unbounded pre-signing is refused before anything is sent.
-        let out = docket()
-            .args(["--server", &url, "bench-load", "--key"])
-            .arg(&key)
-            .args(["--presign", "10000001"])
-            .output()
-            .unwrap();
+        let out = bench_load(&url, &key, &["--presign", "10000001"]);
         assert_eq!(out.status.code(), Some(64), "{}", support::text(&out));
         assert!(String::from_utf8_lossy(&out.stderr).contains("--presign"));
         assert_eq!(size(), before + 61);
@@ -304,10 +325,10 @@ fn bench_load_raw_h2_client_appends_and_checks_every_receipt() {
         let before = size();
         // when the lean client sends 50 unary appends, 10 of them pre-signed,
         let key = data.join("keys/admin.key");
-        let out = docket()
-            .args(["--json", "--server", &url, "bench-load", "--key"])
-            .arg(&key)
-            .args([
+        let report = bench_load_report(
+            &url,
+            &key,
+            &[
                 "--raw-h2",
                 "--clients",
                 "3",
@@ -317,11 +338,8 @@ fn bench_load_raw_h2_client_appends_and_checks_every_receipt() {
                 "10",
                 "--max-appends",
                 "50",
-            ])
-            .output()
-            .unwrap();
-        ok(&out);
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            ],
+        );
         // then each was answered with an OK receipt and appended once,
         // after the writer key's registration.
         assert_eq!(report["mode"], "unary_h2", "{report}");
@@ -329,12 +347,7 @@ fn bench_load_raw_h2_client_appends_and_checks_every_receipt() {
         assert_eq!(report["errors"], 0, "{report}");
         assert_eq!(size(), before + 51);
         // And it cannot be combined with --stream (a usage error).
-        let out = docket()
-            .args(["--server", &url, "bench-load", "--key"])
-            .arg(&key)
-            .args(["--raw-h2", "--stream"])
-            .output()
-            .unwrap();
+        let out = bench_load(&url, &key, &["--raw-h2", "--stream"]);
         assert_eq!(out.status.code(), Some(64), "{}", support::text(&out));
         assert_eq!(size(), before + 51);
     });

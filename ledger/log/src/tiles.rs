@@ -1021,11 +1021,6 @@ impl Writer {
             sync_delay: std::time::Duration::ZERO,
         }
     }
-
-    /// How long each fdatasync of a sync thread started now is held back.
-    fn sync_delay(&self) -> std::time::Duration {
-        self.sync_delay
-    }
 }
 
 /// A long-lived thread that fdatasyncs the file it is handed and answers
@@ -2105,7 +2100,7 @@ impl TileStore {
     /// Begins a round of background fdatasyncs of the commit log and of the
     /// open bundle, covering every commit written so far (`covers` events).
     fn begin_round(&self, w: &mut Writer, covers: u64) -> Result<()> {
-        let sync_delay = w.sync_delay();
+        let sync_delay = w.sync_delay;
         let part = w
             .part_file
             .as_ref()
@@ -2368,7 +2363,7 @@ impl TileStore {
                     }
                     None => None,
                 };
-                let sync_delay = w.sync_delay();
+                let sync_delay = w.sync_delay;
                 let part_path = match (&w.part_file, wrote_part) {
                     (Some((bundle, file)), true) => {
                         let syncer = match &mut w.bundle_syncer {

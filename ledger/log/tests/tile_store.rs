@@ -451,21 +451,35 @@ fn ten_then_three_and_two() -> (Model, CommitBatch, CommitBatch, CommitBatch) {
     (model, first, older, newer)
 }
 
-/// The store holds `model`'s events 0..15 (ten, then two anchored commits
-/// of three and two small events) with their root and statements.
-fn holds_the_fifteen(store: &TileStore, model: &Model) {
-    assert_eq!(store.len().unwrap(), 15);
+/// The store holds `len` events: `model`'s, small ones from 10 on, with
+/// `model`'s root.
+fn holds_small_events_up_to(store: &TileStore, model: &Model, len: u64) {
+    assert_eq!(store.len().unwrap(), len);
     let got: Vec<Vec<u8>> = store
-        .event_range(10, 15)
+        .event_range(10, len)
         .unwrap()
         .into_iter()
         .map(|(_, b)| b)
         .collect();
-    assert_eq!(got, (10..15).map(small_event).collect::<Vec<_>>());
+    assert_eq!(got, (10..len).map(small_event).collect::<Vec<_>>());
     assert_eq!(
-        merkle::root_at(store, 15).unwrap(),
-        merkle::root_at(&model.tree, 15).unwrap()
+        merkle::root_at(store, len).unwrap(),
+        merkle::root_at(&model.tree, len).unwrap()
     );
+}
+
+/// Overwrites `n` bytes of `path` at `at` with zeros (pages written back
+/// as zeros before a power cut).
+fn zero_at(path: &Path, at: u64, n: usize) {
+    use std::os::unix::fs::FileExt as _;
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(&vec![0; n], at).unwrap();
+}
+
+/// The store holds `model`'s events 0..15 (ten, then two anchored commits
+/// of three and two small events) with their root and statements.
+fn holds_the_fifteen(store: &TileStore, model: &Model) {
+    holds_small_events_up_to(store, model, 15);
     for seq in [10, 12, 14] {
         assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
     }
@@ -532,13 +546,8 @@ fn anchored_commits_the_store_holds_torn_are_cut_back_and_committed_again() {
     assert!(store.commit_anchored(&older).unwrap());
     assert!(store.commit_anchored(&newer).unwrap());
     drop(store);
-    let zero = |path: &Path, at: u64, n: usize| {
-        use std::os::unix::fs::FileExt as _;
-        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
-        f.write_all_at(&vec![0; n], at).unwrap();
-    };
-    zero(&commits, commits_at + 4, 40);
-    zero(&part, part_at + 2, 4);
+    zero_at(&commits, commits_at + 4, 40);
+    zero_at(&part, part_at + 2, 4);
     // when the store opens, then it cuts back to where the anchored
     // commits begin and commits both again from the two slots.
     let store = open(dir.path());
@@ -580,18 +589,7 @@ fn the_ring_commits_again_all_eight_anchored_commits_the_store_lost() {
     // their statements and checkpoints, and so after another reopen.
     for _ in 0..2 {
         let store = open(dir.path());
-        assert_eq!(store.len().unwrap(), 46);
-        let got: Vec<Vec<u8>> = store
-            .event_range(10, 46)
-            .unwrap()
-            .into_iter()
-            .map(|(_, b)| b)
-            .collect();
-        assert_eq!(got, (10..46).map(small_event).collect::<Vec<_>>());
-        assert_eq!(
-            merkle::root_at(&store, 46).unwrap(),
-            merkle::root_at(&model.tree, 46).unwrap()
-        );
+        holds_small_events_up_to(&store, &model, 46);
         for batch in &lost {
             let (seq, _) = batch.events[0];
             assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
@@ -623,29 +621,13 @@ fn a_store_holding_the_ring_torn_midway_keeps_what_is_intact_and_redoes_the_rest
         assert!(store.commit_anchored(batch).unwrap());
     }
     drop(store);
-    let zero = |path: &Path, at: u64, n: usize| {
-        use std::os::unix::fs::FileExt as _;
-        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
-        f.write_all_at(&vec![0; n], at).unwrap();
-    };
-    zero(&part, part_at + 2, 4);
+    zero_at(&part, part_at + 2, 4);
     let intact_commits = std::fs::read(&commits).unwrap()[..commits_at as usize].to_vec();
     // when the store opens, then it cuts back to the end of the second
     // commit (the commit log keeps its first three records), and commits
     // the third and fourth again from the ring.
     let store = open(dir.path());
-    assert_eq!(store.len().unwrap(), 18);
-    let got: Vec<Vec<u8>> = store
-        .event_range(10, 18)
-        .unwrap()
-        .into_iter()
-        .map(|(_, b)| b)
-        .collect();
-    assert_eq!(got, (10..18).map(small_event).collect::<Vec<_>>());
-    assert_eq!(
-        merkle::root_at(&store, 18).unwrap(),
-        merkle::root_at(&model.tree, 18).unwrap()
-    );
+    holds_small_events_up_to(&store, &model, 18);
     assert_eq!(
         std::fs::read(&commits).unwrap()[..commits_at as usize],
         intact_commits[..],

@@ -12,12 +12,14 @@
 //!
 //! # Durability
 //!
-//! A commit appends its events to the open bundle (`<N>.part`), large
-//! events (over 65,535 bytes) to files of their own under `tiles/large/`,
-//! and one record to the commit log; it fdatasyncs the bundle and the
-//! commit log (and each new file and every directory whose listing changed)
-//! before it returns. A bundle that reaches 256 entries is renamed to its
-//! full name. A hash tile is written only when full, and like the indexes'
+//! A commit appends its events to the open bundle (`<N>.part`, created
+//! ahead of need by a thread of its own), large events (over 65,535 bytes)
+//! to files of their own under `tiles/large/`, and one record to the
+//! commit log; a bundle that reaches 256 entries is renamed to its full
+//! name at once. The bundles written since their last sync (each filled
+//! one, the open one, the filled ones' directories) and the commit log are
+//! fdatasynced before the commit returns, or, for a commit its anchor slot
+//! acknowledges, in a background round (below). A hash tile is written only when full, and like the indexes'
 //! inserts after the commit returns, by the store's derived-data thread
 //! (`tiles/derived.rs`; temp file, fsync, rename, fsync of the directory): both
 //! are derived, answered from memory until written, and recomputed or
@@ -28,12 +30,11 @@
 //! so opening reads the same few files whatever the log's size.
 //!
 //! [`Store::commit_anchored`] writes the anchor too, with the commit's
-//! events as its redo, when they fit one anchor slot: for a commit that
-//! fills no bundle, the slot's fdatasync is the only one the commit waits
-//! for (the bundle's and the commit log's run in background rounds, and a
-//! slot of the anchor's ring is overwritten only once the store is durable
-//! up to the size it names); otherwise it is fdatasynced beside the bundle
-//! and the commit log. An open that finds the store short of, or torn
+//! events as its redo, when they fit one anchor slot: the slot's
+//! fdatasync is then the only one the commit waits for (the bundles' and
+//! the commit log's run in background rounds, and a slot of the anchor's
+//! ring is overwritten only once the store is durable up to the size it
+//! names). An open that finds the store short of, or torn
 //! within, the commits the ring carries commits them again (FORMAT.md §9).
 //!
 //! At open the store's length is that of the last valid commit record whose
@@ -973,7 +974,14 @@ struct Writer {
     broken: bool,
     /// The open bundle's `.part`, kept open between commits.
     part_file: Option<(u64, Arc<File>)>,
-    /// A thread that fdatasyncs the open bundle while the commit thread
+    /// Bundles filled (and renamed to their full names) since the store's
+    /// last sync of its bundles: their fdatasyncs and their directories'
+    /// fsyncs run with the next sync of the open bundle, in a background
+    /// round or beside the commit log's.
+    filled: Vec<(PathBuf, Arc<File>)>,
+    /// Creates the next bundle's file ahead of need.
+    preparer: Option<BundlePreparer>,
+    /// A thread that fdatasyncs the bundles while the commit thread
     /// fdatasyncs the commit log.
     bundle_syncer: Option<BundleSyncer>,
     /// A second one, for the commit log while the commit thread writes and
@@ -995,10 +1003,11 @@ struct Writer {
 }
 
 /// A round of background fdatasyncs begun after a commit acknowledged by
-/// its anchor slot: of the commit log always, of the open bundle when
-/// `part` names it. When both finish, the store is durable up to `covers`.
+/// its anchor slot: of the commit log always, with `bundles` also of the
+/// bundles written since the last round. When all finish, the store is
+/// durable up to `covers`.
 struct InFlight {
-    part: Option<PathBuf>,
+    bundles: bool,
     covers: u64,
 }
 
@@ -1014,6 +1023,8 @@ impl Writer {
             commits_cut_pending: true,
             broken: false,
             part_file: None,
+            filled: Vec::new(),
+            preparer: None,
             bundle_syncer: None,
             commits_syncer: None,
             in_flight: None,
@@ -1023,29 +1034,55 @@ impl Writer {
     }
 }
 
-/// A long-lived thread that fdatasyncs the file it is handed and answers
-/// (one request at a time: the writer's lock serialises commits).
+/// One step of a background sync: the fdatasync of a store file, or the
+/// fsync of a directory whose listing changed (a bundle renamed to its
+/// full name).
+enum SyncStep {
+    Data(PathBuf, Arc<File>),
+    Dir(PathBuf),
+}
+
+impl SyncStep {
+    fn run(&self) -> Result<()> {
+        match self {
+            Self::Data(path, file) => file.sync_data().map_err(|e| LogError::io(path, e)),
+            Self::Dir(dir) => sync_dir(dir),
+        }
+    }
+}
+
+/// A long-lived thread that runs the sync steps it is handed, in order,
+/// and answers once for all of them (one request at a time: the writer's
+/// lock serialises commits).
 struct BundleSyncer {
-    requests: std::sync::mpsc::Sender<Arc<File>>,
-    answers: std::sync::mpsc::Receiver<std::io::Result<()>>,
-    /// An fdatasync was begun and its answer not yet taken.
+    requests: std::sync::mpsc::Sender<Vec<SyncStep>>,
+    answers: std::sync::mpsc::Receiver<Result<()>>,
+    /// Steps were begun and their answer not yet taken.
     busy: bool,
 }
 
+/// The answer of a sync thread that is gone (it only ends with the writer).
+fn sync_thread_gone() -> LogError {
+    LogError::io(
+        "store fsync thread",
+        std::io::Error::other("the store's fsync thread ended"),
+    )
+}
+
 impl BundleSyncer {
-    /// The thread; each fdatasync waits `delay` first (zero but in tests).
+    /// The thread; each request waits `delay` first (zero but in tests).
     fn start(delay: std::time::Duration) -> Result<Self> {
-        let (requests, rx) = std::sync::mpsc::channel::<Arc<File>>();
+        let (requests, rx) = std::sync::mpsc::channel::<Vec<SyncStep>>();
         let (tx, answers) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("docket-bundle-sync".into())
             .spawn(move || {
                 // Ends when the writer (the sender) is dropped.
-                for file in rx {
+                for steps in rx {
                     if !delay.is_zero() {
                         std::thread::sleep(delay);
                     }
-                    if tx.send(file.sync_data()).is_err() {
+                    if tx.send(steps.iter().try_for_each(SyncStep::run)).is_err() {
                         break;
                     }
                 }
@@ -1058,27 +1095,25 @@ impl BundleSyncer {
         })
     }
 
-    /// Starts an fdatasync of `file`; [`BundleSyncer::wait`] gives its result.
-    fn begin(&mut self, file: Arc<File>) -> std::io::Result<()> {
-        self.requests
-            .send(file)
-            .map_err(|_| std::io::Error::other("the bundle fsync thread ended"))?;
+    /// Starts `steps`; [`BundleSyncer::wait`] gives their result.
+    fn begin(&mut self, steps: Vec<SyncStep>) -> Result<()> {
+        self.requests.send(steps).map_err(|_| sync_thread_gone())?;
         self.busy = true;
         Ok(())
     }
 
-    /// The result of the fdatasync begun last (`Ok` when none is running).
-    fn wait(&mut self) -> std::io::Result<()> {
+    /// The result of the steps begun last (`Ok` when none are running).
+    fn wait(&mut self) -> Result<()> {
         if !std::mem::take(&mut self.busy) {
             return Ok(());
         }
         self.answers
             .recv()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the bundle fsync thread ended")))
+            .unwrap_or_else(|_| Err(sync_thread_gone()))
     }
 
-    /// [`BundleSyncer::wait`] if the fdatasync has finished, else `None`.
-    fn finished(&mut self) -> Option<std::io::Result<()>> {
+    /// [`BundleSyncer::wait`] if the steps have finished, else `None`.
+    fn finished(&mut self) -> Option<Result<()>> {
         if !self.busy {
             return Some(Ok(()));
         }
@@ -1090,10 +1125,99 @@ impl BundleSyncer {
             Err(std::sync::mpsc::TryRecvError::Empty) => None,
             Err(std::sync::mpsc::TryRecvError::Disconnected) => {
                 self.busy = false;
-                Some(Err(std::io::Error::other("the bundle fsync thread ended")))
+                Some(Err(sync_thread_gone()))
             }
         }
     }
+}
+
+/// A thread that creates the `.part` file of the bundle after the open one
+/// ahead of need, empty, and fsyncs its directory, so that a commit that
+/// fills a bundle waits neither for an inode to be allocated (a
+/// millisecond on an ext4 that deleted many files lately) nor for the new
+/// name's directory fsync. A file it prepared that is never used (the
+/// store closed first) is an empty `.part` past the open bundle, which the
+/// store ignores and truncates before its first write (FORMAT.md §9).
+struct BundlePreparer {
+    /// `None` only while dropping.
+    requests: Option<std::sync::mpsc::Sender<(u64, PathBuf)>>,
+    answers: std::sync::mpsc::Receiver<(u64, Result<File>)>,
+    /// The bundle asked for last, whose answer is not yet taken.
+    asked: Option<u64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Waits for the thread: a file it is still preparing is emptied before
+/// the store's lock is released (another store of the same directory may
+/// write to it next).
+impl Drop for BundlePreparer {
+    fn drop(&mut self) {
+        self.requests = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl BundlePreparer {
+    fn start() -> Result<Self> {
+        let (requests, rx) = std::sync::mpsc::channel::<(u64, PathBuf)>();
+        let (tx, answers) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("docket-bundle-prep".into())
+            .spawn(move || {
+                // Ends when the writer (the sender) is dropped.
+                for (bundle, path) in rx {
+                    if tx.send((bundle, prepare_part(&path))).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| LogError::io("bundle preparing thread", e))?;
+        Ok(Self {
+            requests: Some(requests),
+            answers,
+            asked: None,
+            thread: Some(thread),
+        })
+    }
+
+    /// Asks for the `.part` of `bundle` at `path`, unless already asked.
+    fn ask(&mut self, bundle: u64, path: PathBuf) {
+        if self.asked.is_some() {
+            return;
+        }
+        if let Some(requests) = &self.requests
+            && requests.send((bundle, path)).is_ok()
+        {
+            self.asked = Some(bundle);
+        }
+    }
+
+    /// The prepared `.part` of `bundle` (waiting for it if it was asked
+    /// for and is not ready yet); `None` when another bundle was asked for
+    /// or preparing it failed (the writer then creates it itself, and
+    /// reports what fails).
+    fn take(&mut self, bundle: u64) -> Option<File> {
+        let asked = self.asked.take()?;
+        let (answered, file) = self.answers.recv().ok()?;
+        debug_assert_eq!(asked, answered, "one request at a time");
+        (answered == bundle).then_some(file.ok()).flatten()
+    }
+}
+
+/// Creates `path` (and its directories) if missing, empties it, and makes
+/// its name durable.
+fn prepare_part(path: &Path) -> Result<File> {
+    if let Some(dir) = path.parent() {
+        create_dir_durably(dir)?;
+    }
+    let file = open_rw(path)?;
+    file.set_len(0).map_err(|e| LogError::io(path, e))?;
+    if let Some(dir) = path.parent() {
+        sync_dir(dir)?;
+    }
+    Ok(file)
 }
 
 /// Where the commits of an anchored chain begin, and where the last ends,
@@ -1365,7 +1489,8 @@ impl TileStore {
         // Bytes an earlier process wrote may be in the page cache only (it
         // was killed between a commit and its background fdatasyncs): they
         // are made durable before any slot of the ring can be overwritten.
-        store.sync_open_files(view.len)?;
+        let ring_from = chain.first().map_or(view.len, |(_, r)| r.first_seq);
+        store.sync_open_files(ring_from, view.len)?;
         let commits_end = view.commits_end;
         {
             let mut ix = store.derived.indexes();
@@ -1489,21 +1614,49 @@ impl TileStore {
         Ok(held)
     }
 
-    /// fdatasyncs the commit log and the open bundle of a store of `len`
-    /// events.
-    fn sync_open_files(&self, len: u64) -> Result<()> {
+    /// fdatasyncs the commit log and the bundles of a store of `len`
+    /// events that an earlier process may have left in the page cache
+    /// only: the open bundle, and the full ones from the one holding event
+    /// `from` (where the anchor ring's commits begin) or at least the one
+    /// before the open bundle. A full bundle found under its `.part` name
+    /// (its rename had not reached the disk; the open found all its
+    /// entries) is renamed to its full name, durably.
+    fn sync_open_files(&self, from: u64, len: u64) -> Result<()> {
         self.commits
             .sync_data()
             .map_err(|e| LogError::io(&self.commits_path, e))?;
-        if !len.is_multiple_of(TILE_WIDTH) {
-            let bundle = len / TILE_WIDTH;
-            for path in [self.part_path(bundle), self.path(&bundle_path(bundle))] {
-                match File::open(&path) {
-                    Ok(f) => f.sync_data().map_err(|e| LogError::io(&path, e))?,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(LogError::io(&path, e)),
+        let open = len / TILE_WIDTH;
+        let first = (from.min(len) / TILE_WIDTH).min(open.saturating_sub(1));
+        let sync = |path: &Path| -> Result<bool> {
+            match File::open(path) {
+                Ok(f) => f
+                    .sync_data()
+                    .map(|()| true)
+                    .map_err(|e| LogError::io(path, e)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(LogError::io(path, e)),
+            }
+        };
+        for bundle in first..open {
+            let full = self.path(&bundle_path(bundle));
+            if sync(&full)? {
+                continue;
+            }
+            let part = self.part_path(bundle);
+            if sync(&part)? {
+                tracing::warn!(
+                    "tile store: full bundle {bundle} was still named {}; renamed to its full name",
+                    part.display()
+                );
+                fs::rename(&part, &full).map_err(|e| LogError::io(&full, e))?;
+                if let Some(dir) = full.parent() {
+                    sync_dir(dir)?;
                 }
             }
+        }
+        if !len.is_multiple_of(TILE_WIDTH) {
+            sync(&self.part_path(open))?;
+            sync(&self.path(&bundle_path(open)))?;
         }
         Ok(())
     }
@@ -2014,23 +2167,43 @@ impl TileStore {
                 sync_dir(dir)?;
             }
         }
-        let f = open_rw(&path)?;
-        if w.cut_pending || w.part_bytes == 0 {
-            // Bytes past the logical end are from a commit that never
-            // returned (a new bundle's file may hold some too).
-            f.set_len(w.part_bytes)
-                .map_err(|e| LogError::io(&path, e))?;
-        }
-        if w.part_bytes == 0 {
-            // A new file: its name must be durable before its bytes count.
-            if let Some(dir) = path.parent() {
-                sync_dir(dir)?;
+        // A new bundle's file, made empty and its name durable by the
+        // preparing thread while the bundle before filled.
+        let prepared = match &mut w.preparer {
+            Some(p) if w.part_bytes == 0 && !w.cut_pending => p.take(bundle),
+            _ => None,
+        };
+        let f = match prepared {
+            Some(f) => f,
+            None => {
+                let f = open_rw(&path)?;
+                if w.cut_pending || w.part_bytes == 0 {
+                    // Bytes past the logical end are from a commit that
+                    // never returned (a new bundle's file may hold some too).
+                    f.set_len(w.part_bytes)
+                        .map_err(|e| LogError::io(&path, e))?;
+                }
+                if w.part_bytes == 0 {
+                    // A new file: its name must be durable before its bytes
+                    // count.
+                    if let Some(dir) = path.parent() {
+                        sync_dir(dir)?;
+                    }
+                }
+                f
             }
-        }
+        };
         f.write_all_at(bytes, w.part_bytes)
             .map_err(|e| LogError::io(&path, e))?;
         w.part_bytes += bytes.len() as u64;
         w.part_file = Some((bundle, Arc::new(f)));
+        // The next bundle's file, ahead of need.
+        if w.preparer.is_none() {
+            w.preparer = Some(BundlePreparer::start()?);
+        }
+        if let Some(p) = &mut w.preparer {
+            p.ask(bundle + 1, self.part_path(bundle + 1));
+        }
         Ok(())
     }
 
@@ -2081,12 +2254,12 @@ impl TileStore {
             None => Some(Ok(())),
         };
         let commits = take(commits_syncer);
-        let part = match &round.part {
-            Some(path) => take(bundle_syncer).map(|r| r.map_err(|e| LogError::io(path, e))),
-            None => Some(Ok(())),
+        let bundles = if round.bundles {
+            take(bundle_syncer)
+        } else {
+            Some(Ok(()))
         };
-        let commits = commits.map(|r| r.map_err(|e| LogError::io(&self.commits_path, e)));
-        match (commits, part) {
+        match (commits, bundles) {
             (Some(Err(e)), _) | (_, Some(Err(e))) => Err(e),
             (Some(Ok(())), Some(Ok(()))) => {
                 *durable_len = (*durable_len).max(round.covers);
@@ -2098,35 +2271,50 @@ impl TileStore {
     }
 
     /// Begins a round of background fdatasyncs of the commit log and of the
-    /// open bundle, covering every commit written so far (`covers` events).
+    /// bundles written since the last one, covering every commit written
+    /// so far (`covers` events).
     fn begin_round(&self, w: &mut Writer, covers: u64) -> Result<()> {
         let sync_delay = w.sync_delay;
-        let part = w
-            .part_file
-            .as_ref()
-            .map(|(bundle, file)| (self.part_path(*bundle), Arc::clone(file)));
-        let commits_syncer = match &mut w.commits_syncer {
-            Some(s) => s,
-            none => none.insert(BundleSyncer::start(sync_delay)?),
-        };
-        commits_syncer
-            .begin(Arc::clone(&self.commits))
-            .map_err(|e| LogError::io(&self.commits_path, e))?;
-        w.in_flight = Some(InFlight { part: None, covers });
-        if let Some((path, file)) = part {
-            let bundle_syncer = match &mut w.bundle_syncer {
-                Some(s) => s,
-                none => none.insert(BundleSyncer::start(sync_delay)?),
-            };
-            bundle_syncer
-                .begin(file)
-                .map_err(|e| LogError::io(&path, e))?;
+        let steps = self.bundle_steps(w);
+        sync_thread(&mut w.commits_syncer, sync_delay)?.begin(vec![self.commits_step()])?;
+        w.in_flight = Some(InFlight {
+            bundles: false,
+            covers,
+        });
+        if !steps.is_empty() {
+            sync_thread(&mut w.bundle_syncer, sync_delay)?.begin(steps)?;
             w.in_flight = Some(InFlight {
-                part: Some(path),
+                bundles: true,
                 covers,
             });
         }
         Ok(())
+    }
+
+    /// The commit log's fdatasync.
+    fn commits_step(&self) -> SyncStep {
+        SyncStep::Data(self.commits_path.clone(), Arc::clone(&self.commits))
+    }
+
+    /// The sync steps of the bundles written since their last sync: the
+    /// fdatasync of each bundle filled since and of the open one, then the
+    /// fsync of the filled ones' directories (their renames).
+    fn bundle_steps(&self, w: &mut Writer) -> Vec<SyncStep> {
+        let mut steps = Vec::new();
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for (path, file) in w.filled.drain(..) {
+            if let Some(dir) = path.parent()
+                && !dirs.iter().any(|d| d == dir)
+            {
+                dirs.push(dir.to_path_buf());
+            }
+            steps.push(SyncStep::Data(path, file));
+        }
+        if let Some((bundle, file)) = &w.part_file {
+            steps.push(SyncStep::Data(self.part_path(*bundle), Arc::clone(file)));
+        }
+        steps.extend(dirs.into_iter().map(SyncStep::Dir));
+        steps
     }
 
     /// Makes the store durable up to the size the anchor slot written next
@@ -2146,15 +2334,16 @@ impl TileStore {
         self.begin_round(w, next)?;
         self.settle(w, true)
     }
+}
 
-    /// fdatasyncs the open bundle's file, if this commit wrote to it.
-    fn sync_part(&self, w: &Writer) -> Result<()> {
-        match &w.part_file {
-            Some((bundle, f)) => f
-                .sync_data()
-                .map_err(|e| LogError::io(self.part_path(*bundle), e)),
-            None => Ok(()),
-        }
+/// The sync thread in `slot`, started (with `delay`) if it is not yet.
+fn sync_thread(
+    slot: &mut Option<BundleSyncer>,
+    delay: std::time::Duration,
+) -> Result<&mut BundleSyncer> {
+    match slot {
+        Some(s) => Ok(s),
+        none => Ok(none.insert(BundleSyncer::start(delay)?)),
     }
 }
 
@@ -2234,7 +2423,6 @@ impl TileStore {
         self.cut_commit_log(w)?;
         // Events into bundles.
         let mut large_written = false;
-        let mut filled_a_bundle = false;
         let mut buf = Vec::new();
         for (seq, bytes) in &batch.events {
             let bundle = seq / TILE_WIDTH;
@@ -2268,26 +2456,27 @@ impl TileStore {
                 }
             }
             if (seq + 1) % TILE_WIDTH == 0 {
-                filled_a_bundle = true;
                 if large_written {
                     sync_dir(&self.root.join("large"))?;
                 }
                 self.append_part(w, bundle, &buf)?;
-                self.sync_part(w)?;
-                w.part_file = None;
                 buf.clear();
+                // Renamed now, synced (the file, then its directory) with
+                // the next sync of the open bundle: a full name whose bytes
+                // did not all reach the disk is the open bundle again at
+                // the next open (`append_part`), and a rename that did not
+                // is finished there (`TileStore::finish_rotations`).
                 let full = self.path(&bundle_path(bundle));
                 fs::rename(self.part_path(bundle), &full).map_err(|e| LogError::io(&full, e))?;
-                if let Some(dir) = full.parent() {
-                    sync_dir(dir)?;
+                if let Some((_, file)) = w.part_file.take() {
+                    w.filled.push((full, file));
                 }
                 w.part_bytes = 0;
                 w.cut_pending = false;
                 w.view.open_bundle.clear();
             }
         }
-        let wrote_part = !buf.is_empty();
-        if wrote_part {
+        if !buf.is_empty() {
             // What is left belongs to the last event's bundle (a bundle
             // that filled up was written above).
             self.append_part(w, (next - 1) / TILE_WIDTH, &buf)?;
@@ -2325,14 +2514,14 @@ impl TileStore {
             .map_err(|e| LogError::io(&self.commits_path, e))?;
         let size = batch.checkpoint.as_ref().map(|c| c.0);
         match anchor_slot {
-            Some(note) if !filled_a_bundle && wrote_part => {
+            Some(note) => {
                 // Small commits (one client's appends, or a group commit of
                 // up to a few hundred small events): the anchor slot,
                 // carrying the events, is the one fdatasync the commit
-                // waits for. The bundle's and the commit log's run in
+                // waits for. The bundles' and the commit log's run in
                 // background rounds, each covering every commit written
-                // when it began, and overlap the next commits instead of
-                // this one. The slot overwritten is the oldest of the ring,
+                // when it began (a bundle this commit filled included),
+                // and overlap the next commits instead of this one. The slot overwritten is the oldest of the ring,
                 // whose commit the store must hold durably first
                 // ([`TileStore::make_room_for_slot`]). An open after a stop
                 // redoes from the ring whatever the store lacks
@@ -2344,66 +2533,27 @@ impl TileStore {
                     self.begin_round(w, next)?;
                 }
             }
-            _ => {
-                // The bundle and the commit log are synced side by side: a
+            None => {
+                // The bundles and the commit log are synced side by side: a
                 // record made durable before its events is a commit that
                 // never returned, which the open recognises (its events are
-                // not all present). The anchor acknowledges: written after
-                // this returns, or with `anchor_slot` (a commit that filled
-                // a bundle) synced beside both, carrying the events, so that
-                // an anchor durable before them redoes the commit at the
-                // next open. The syncers are free first (a running round
-                // is taken), and the slot the anchor overwrites no longer
-                // needed.
+                // not all present). The anchor acknowledges, written after
+                // this returns. The bundle syncer is free first (a running
+                // round is taken).
                 self.settle(w, true)?;
-                let anchor_slot = match anchor_slot {
-                    Some(note) => {
-                        self.make_room_for_slot(w, next)?;
-                        Some(self.redo_slot(w, note, batch)?)
-                    }
-                    None => None,
-                };
                 let sync_delay = w.sync_delay;
-                let part_path = match (&w.part_file, wrote_part) {
-                    (Some((bundle, file)), true) => {
-                        let syncer = match &mut w.bundle_syncer {
-                            Some(s) => s,
-                            none => none.insert(BundleSyncer::start(sync_delay)?),
-                        };
-                        let part_path = self.part_path(*bundle);
-                        syncer
-                            .begin(Arc::clone(file))
-                            .map_err(|e| LogError::io(&part_path, e))?;
-                        Some(part_path)
-                    }
-                    _ => None,
-                };
-                let commits = match anchor_slot {
-                    None => self
-                        .commits
-                        .sync_data()
-                        .map_err(|e| LogError::io(&self.commits_path, e)),
-                    Some(slot) => {
-                        let syncer = match &mut w.commits_syncer {
-                            Some(s) => s,
-                            none => none.insert(BundleSyncer::start(sync_delay)?),
-                        };
-                        let begun = syncer
-                            .begin(Arc::clone(&self.commits))
-                            .map_err(|e| LogError::io(&self.commits_path, e));
-                        let anchored = begun.and_then(|()| self.anchor.write_slot(size, &slot));
-                        let synced = syncer
-                            .wait()
-                            .map_err(|e| LogError::io(&self.commits_path, e));
-                        anchored.and(synced)
-                    }
-                };
-                let part = match (&part_path, &mut w.bundle_syncer) {
-                    (Some(path), Some(syncer)) => syncer.wait().map_err(|e| LogError::io(path, e)),
+                let steps = self.bundle_steps(w);
+                let bundles = !steps.is_empty();
+                if bundles {
+                    sync_thread(&mut w.bundle_syncer, sync_delay)?.begin(steps)?;
+                }
+                let commits = self.commits_step().run();
+                let bundles = match &mut w.bundle_syncer {
+                    Some(syncer) if bundles => syncer.wait(),
                     _ => Ok(()),
                 };
                 commits?;
-                part?;
+                bundles?;
                 w.durable_len = next;
             }
         }
@@ -2758,15 +2908,17 @@ impl Drop for TileStore {
             .writer
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
+        // Its thread ends (joined) before the process lock is released.
+        w.preparer = None;
         if w.in_flight.is_some() || w.durable_len < w.view.len {
             let mut w = std::mem::replace(w, Writer::at(View::default(), 0));
             let mut closed = self.settle(&mut w, true);
             if closed.is_ok() && !w.broken && w.durable_len < w.view.len {
-                closed = self.sync_part(&w).and_then(|()| {
-                    self.commits
-                        .sync_data()
-                        .map_err(|e| LogError::io(&self.commits_path, e))
-                });
+                closed = self
+                    .bundle_steps(&mut w)
+                    .iter()
+                    .chain([&self.commits_step()])
+                    .try_for_each(SyncStep::run);
             }
             if let Err(e) = closed {
                 tracing::warn!(

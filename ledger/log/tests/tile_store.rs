@@ -405,9 +405,12 @@ fn a_commit_record_whose_events_are_missing_is_not_the_length() {
     check(&open(dir.path()), &model, 11);
 }
 
+/// `(path, length)` of the commit log and of an open bundle.
+type CommitFiles = [(std::path::PathBuf, Option<u64>); 2];
+
 /// `(commit log, open bundle)` lengths of the store in `dir` at `len`
 /// events, to cut back to.
-fn commit_files(dir: &Path, len: u64) -> [(std::path::PathBuf, Option<u64>); 2] {
+fn commit_files(dir: &Path, len: u64) -> CommitFiles {
     let commits = dir.join("tiles/commits");
     let part = dir
         .join("tiles")
@@ -1207,4 +1210,76 @@ fn damage_before_the_rings_durable_mark_is_left_for_the_check_never_redone() {
     assert_eq!(store.event_bytes(11).unwrap(), Some(damaged));
     assert_ne!(store.event_bytes(11).unwrap(), Some(small_event(11)));
     assert_eq!(store.event_bytes(14).unwrap(), Some(small_event(14)));
+}
+
+/// A store holding 250 small events (a commit on the fully synced path),
+/// then, with the store's syncs held back, two commits of four small
+/// events acknowledged by their anchor slots alone, the second of which
+/// fills bundle 0 (renamed to its full name) and opens bundle 1: the model
+/// the bundle files' paths `(000, 000.part, 001.part)` and the commit
+/// files as they were at 250 events.
+fn fill_bundle_zero_by_anchored_commits(
+    dir: &Path,
+) -> (Model, [std::path::PathBuf; 3], CommitFiles) {
+    let mut model = Model::new();
+    let first = model.batch_of(250, small_event);
+    let ring = [
+        model.batch_of(4, small_event),
+        model.batch_of(4, small_event),
+    ];
+    let store = create(dir);
+    store.commit(&first).unwrap();
+    let before = commit_files(dir, 250);
+    store.hold_back_syncs(HOLD_BACK);
+    for batch in &ring {
+        assert!(store.commit_anchored(batch).unwrap());
+    }
+    let entries = dir.join("tiles/tile/entries");
+    let paths = [
+        entries.join("000"),
+        entries.join("000.part"),
+        entries.join("001.part"),
+    ];
+    assert!(paths[0].is_file() && !paths[1].exists() && paths[2].is_file());
+    drop(store);
+    (model, paths, before)
+}
+
+#[test]
+fn a_commit_filling_a_bundle_acknowledged_by_its_slot_is_redone_when_the_store_lost_its_rename_and_bytes()
+ {
+    // Given a commit acknowledged by its anchor slot alone that filled
+    // bundle 0 and began bundle 1, and a stop before the background round
+    // that syncs them: the rename of 000.part to 000 did not reach the
+    // disk, nor did the bytes of either bundle or the commit log since the
+    // 250 events synced before,
+    let dir = tempfile::tempdir().unwrap();
+    let (model, [full, part, next], before) = fill_bundle_zero_by_anchored_commits(dir.path());
+    std::fs::rename(&full, &part).unwrap();
+    std::fs::remove_file(&next).unwrap();
+    for (path, len) in &before {
+        cut(path, *len);
+    }
+    // when the store opens, then it commits both anchored commits again
+    // from the ring, bundle 0 under its full name, and so after a reopen.
+    for _ in 0..2 {
+        let store = open(dir.path());
+        holds_small_events_up_to(&store, &model, 258);
+        assert!(full.is_file() && !part.exists() && next.is_file());
+    }
+}
+
+#[test]
+fn a_full_bundle_whose_rename_did_not_reach_the_disk_is_renamed_at_open() {
+    // Given a full bundle 0 whose bytes, and the commits after it, reached
+    // the disk, but not its rename (it is still named 000.part),
+    let dir = tempfile::tempdir().unwrap();
+    let (model, [full, part, _], _) = fill_bundle_zero_by_anchored_commits(dir.path());
+    std::fs::rename(&full, &part).unwrap();
+    // when the store opens, then it holds every event and finishes the
+    // rename.
+    let store = open(dir.path());
+    holds_small_events_up_to(&store, &model, 258);
+    assert!(full.is_file() && !part.exists());
+    assert_eq!(store.event_bytes(255).unwrap(), Some(small_event(255)));
 }

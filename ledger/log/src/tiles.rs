@@ -2465,7 +2465,7 @@ impl TileStore {
                 // the next sync of the open bundle: a full name whose bytes
                 // did not all reach the disk is the open bundle again at
                 // the next open (`append_part`), and a rename that did not
-                // is finished there (`TileStore::finish_rotations`).
+                // is finished there (`TileStore::sync_open_files`).
                 let full = self.path(&bundle_path(bundle));
                 fs::rename(self.part_path(bundle), &full).map_err(|e| LogError::io(&full, e))?;
                 if let Some((_, file)) = w.part_file.take() {
@@ -2521,8 +2521,9 @@ impl TileStore {
                 // waits for. The bundles' and the commit log's run in
                 // background rounds, each covering every commit written
                 // when it began (a bundle this commit filled included),
-                // and overlap the next commits instead of this one. The slot overwritten is the oldest of the ring,
-                // whose commit the store must hold durably first
+                // and overlap the next commits instead of this one. The
+                // slot overwritten is the oldest of the ring, whose commit
+                // the store must hold durably first
                 // ([`TileStore::make_room_for_slot`]). An open after a stop
                 // redoes from the ring whatever the store lacks
                 // (docs/FORMAT.md §9).

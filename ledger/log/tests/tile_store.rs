@@ -282,8 +282,22 @@ proptest! {
                         cut(&commits.0, commits.1);
                         cut(&part.0, part.1);
                     } else {
-                        // The batch filled its bundle (renamed, synced
-                        // before): only the commit record was lost.
+                        // The batch filled its bundle, acknowledged by its
+                        // slot alone too: the rename, the bundle's new
+                        // bytes, the next bundle's bytes and the commit
+                        // record never reached the disk (the next bundle's
+                        // file was prepared ahead, its name durable).
+                        let full = dir
+                            .path()
+                            .join("tiles")
+                            .join(tiles::bundle_path(len / 256));
+                        std::fs::rename(&full, &part.0).unwrap();
+                        cut(&part.0, part.1);
+                        let next = dir
+                            .path()
+                            .join("tiles")
+                            .join(format!("{}.part", tiles::bundle_path(len / 256 + 1)));
+                        cut(&next, Some(0));
                         cut(&commits.0, commits.1);
                     }
                     store = Some(open(dir.path()));

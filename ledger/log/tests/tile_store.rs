@@ -1297,3 +1297,30 @@ fn a_full_bundle_whose_rename_did_not_reach_the_disk_is_renamed_at_open() {
     assert!(full.is_file() && !part.exists());
     assert_eq!(store.event_bytes(255).unwrap(), Some(small_event(255)));
 }
+
+#[test]
+fn a_part_file_past_the_open_bundle_carries_no_events_and_is_emptied_before_use() {
+    // Given a store of ten events whose next bundle's .part holds bytes (a
+    // file prepared ahead, then written by a commit that never returned),
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = Model::new();
+    let first = model.batch_of(10, small_event);
+    create(dir.path()).commit(&first).unwrap();
+    let next = dir.path().join("tiles/tile/entries/001.part");
+    append_garbage(&next, &[0, 5, 1, 2, 3, 4, 5, 0, 3, 9, 9, 9]);
+    // when the store opens and commits past the end of bundle 0, then the
+    // stray bytes are neither events nor kept: bundle 1 holds exactly the
+    // new events, and so after a reopen.
+    let store = open(dir.path());
+    assert_eq!(store.len().unwrap(), 10);
+    let more = model.batch_of(300, small_event);
+    store.commit(&more).unwrap();
+    holds_small_events_up_to(&store, &model, 310);
+    drop(store);
+    let store = open(dir.path());
+    holds_small_events_up_to(&store, &model, 310);
+    let bundle_one = std::fs::read(&next).unwrap();
+    let entries = tiles::parse_bundle(&bundle_one).unwrap();
+    assert_eq!(entries.len(), 310 - 256);
+    assert_eq!(entries[0], small_event(256).as_slice());
+}

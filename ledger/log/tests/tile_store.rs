@@ -1229,8 +1229,8 @@ fn damage_before_the_rings_durable_mark_is_left_for_the_check_never_redone() {
 /// A store holding 250 small events (a commit on the fully synced path),
 /// then, with the store's syncs held back, two commits of four small
 /// events acknowledged by their anchor slots alone, the second of which
-/// fills bundle 0 (renamed to its full name) and opens bundle 1: the model
-/// the bundle files' paths `(000, 000.part, 001.part)` and the commit
+/// fills bundle 0 (renamed to its full name) and opens bundle 1: the
+/// model, the bundle files' paths `(000, 000.part, 001.part)` and the commit
 /// files as they were at 250 events.
 fn fill_bundle_zero_by_anchored_commits(
     dir: &Path,

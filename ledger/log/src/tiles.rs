@@ -1133,11 +1133,11 @@ impl BundleSyncer {
 
 /// A thread that creates the `.part` file of the bundle after the open one
 /// ahead of need, empty, and fsyncs its directory, so that a commit that
-/// fills a bundle waits neither for an inode to be allocated (a
-/// millisecond on an ext4 that deleted many files lately) nor for the new
+/// fills a bundle waits neither for an inode to be allocated (up to a
+/// millisecond on an ext4 that deleted files lately) nor for the new
 /// name's directory fsync. A file it prepared that is never used (the
 /// store closed first) is an empty `.part` past the open bundle, which the
-/// store ignores and truncates before its first write (FORMAT.md §9).
+/// store ignores and truncates before its first write (FORMAT.md §11).
 struct BundlePreparer {
     /// `None` only while dropping.
     requests: Option<std::sync::mpsc::Sender<(u64, PathBuf)>>,

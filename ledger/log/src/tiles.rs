@@ -1622,9 +1622,7 @@ impl TileStore {
     /// (its rename had not reached the disk; the open found all its
     /// entries) is renamed to its full name, durably.
     fn sync_open_files(&self, from: u64, len: u64) -> Result<()> {
-        self.commits
-            .sync_data()
-            .map_err(|e| LogError::io(&self.commits_path, e))?;
+        self.commits_step().run()?;
         let open = len / TILE_WIDTH;
         let first = (from.min(len) / TILE_WIDTH).min(open.saturating_sub(1));
         let sync = |path: &Path| -> Result<bool> {

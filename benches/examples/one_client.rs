@@ -9,7 +9,16 @@
 //!    (verify, sequence, checkpoint signature, commit and anchor fdatasyncs,
 //!    publish), no network.
 //! 4. A raw `fdatasync` of a 4 KiB overwrite and of a 256-byte append, the
-//!    disk's floor.
+//!    disk's floor; and the overwrite again after a 300 µs pause, as one
+//!    client's appends see the disk (a virtual disk answers an fdatasync
+//!    after a pause in about twice the time it takes back to back, and
+//!    PostgreSQL's commits pay the same).
+//! 5. One signature check and one checkpoint signature.
+//!
+//! Then the floor of one client's unary append on this machine, physical
+//! parts only: an empty gRPC round trip, one fdatasync after a pause, one
+//! signature check and one checkpoint signature, and the measured
+//! append's p50 against it.
 //!
 //! `cargo run --release -p docket-benches --example one_client [N]` (N calls
 //! each, default 3000). Prints p50 and mean of each.
@@ -23,7 +32,8 @@ use docket_domain::Statement;
 use docket_proto::v1 as pb;
 use docket_proto::v1::ledger_client::LedgerClient;
 
-fn report(what: &str, mut lat: Vec<Duration>) {
+/// Prints p50 and mean of `lat`; returns the p50.
+fn report(what: &str, mut lat: Vec<Duration>) -> Duration {
     lat.sort();
     let n = lat.len().max(1);
     let mean = lat.iter().sum::<Duration>() / n as u32;
@@ -33,6 +43,7 @@ fn report(what: &str, mut lat: Vec<Duration>) {
         mean.as_secs_f64() * 1e6,
         lat.len()
     );
+    lat[n / 2]
 }
 
 fn main() {
@@ -57,7 +68,7 @@ fn main() {
         .collect();
     let local: Vec<Statement> = (0..n).map(|i| sign("local", i)).collect();
 
-    let (floor, grpc) = rt.block_on(async {
+    let (rtt, floor, grpc) = rt.block_on(async {
         let ch = docket_cli::client::channel(&url).await.expect("connect");
         let mut health = tonic_health::pb::health_client::HealthClient::new(ch.clone());
         let mut client = LedgerClient::new(ch);
@@ -70,7 +81,7 @@ fn main() {
                 .expect("health");
             pure.push(t.elapsed());
         }
-        report("gRPC health Check (no ledger at all)", pure);
+        let rtt = report("gRPC health Check (no ledger at all)", pure);
         let mut floor = Vec::with_capacity(n);
         for _ in 0..n {
             let t = Instant::now();
@@ -86,10 +97,10 @@ fn main() {
             client.append(st).await.expect("append");
             grpc.push(t.elapsed());
         }
-        (floor, grpc)
+        (rtt, floor, grpc)
     });
     report("gRPC GetCheckpoint (no disk)", floor);
-    report("gRPC Append, one call at a time", grpc);
+    let append_p50 = report("gRPC Append, one call at a time", grpc);
 
     let ledger = server.ledger().clone();
     let in_process: Vec<Duration> = std::thread::spawn(move || {
@@ -125,6 +136,16 @@ fn main() {
         })
         .collect();
     report("raw pwrite 4 KiB in place + fdatasync", overwrite);
+    let paused: Vec<Duration> = (0..n.min(2000))
+        .map(|i| {
+            std::thread::sleep(Duration::from_micros(300));
+            let t = Instant::now();
+            f.write_all_at(&[i as u8; 4096], 0).expect("write");
+            f.sync_data().expect("fdatasync");
+            t.elapsed()
+        })
+        .collect();
+    let fsync_p50 = report("the same after a 300 µs pause", paused);
     let mut a = std::fs::OpenOptions::new()
         .append(true)
         .open(&raw)
@@ -138,4 +159,40 @@ fn main() {
         })
         .collect();
     report("raw append 256 B + fdatasync", append);
+
+    let st = sign("floor", 0);
+    let checks: Vec<Duration> = (0..n.min(2000))
+        .map(|_| {
+            let t = Instant::now();
+            let ok = docket_log::event::verify_statements(&[&st]);
+            assert!(ok[0].is_ok(), "a good signature");
+            t.elapsed()
+        })
+        .collect();
+    let verify_p50 = report("one signature check (the write path's rule)", checks);
+    let body = format!("one-client\n1\n{}\n", "A".repeat(44));
+    let signs: Vec<Duration> = (0..n.min(2000))
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(docket_log::checkpoint::sign_note(
+                &body,
+                "one-client",
+                &writer,
+            ));
+            t.elapsed()
+        })
+        .collect();
+    let sign_p50 = report("one checkpoint signature", signs);
+    let floor = rtt + fsync_p50 + verify_p50 + sign_p50;
+    println!(
+        "FLOOR one unary client: round trip {:.0} + fdatasync after a pause {:.0} + signature check {:.0} + checkpoint signature {:.0} = {:.0} µs ({:.0} appends/s); gRPC Append p50 {:.0} µs is {:.2}x the floor",
+        rtt.as_secs_f64() * 1e6,
+        fsync_p50.as_secs_f64() * 1e6,
+        verify_p50.as_secs_f64() * 1e6,
+        sign_p50.as_secs_f64() * 1e6,
+        floor.as_secs_f64() * 1e6,
+        1.0 / floor.as_secs_f64(),
+        append_p50.as_secs_f64() * 1e6,
+        append_p50.as_secs_f64() / floor.as_secs_f64(),
+    );
 }

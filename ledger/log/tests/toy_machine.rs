@@ -1027,3 +1027,69 @@ fn given_submit_then_when_durable_or_closed_then_the_callback_runs_once_with_eve
     drop(tx);
     assert!(rx.recv().is_err(), "no second answer");
 }
+
+#[test]
+fn given_blocking_and_pipelining_writers_at_once_when_reopened_then_every_acknowledged_append_is_there_once()
+ {
+    for layout in LAYOUTS {
+        // Given a log, four threads appending one at a time (an idle
+        // pipeline runs each to completion, one stage doing the next one's
+        // work) and four keeping eight submissions in flight each,
+        let dir = tempfile::tempdir().unwrap();
+        let log = create_with(dir.path(), layout);
+        let per = 60;
+        let seqs: Vec<u64> = std::thread::scope(|s| {
+            let mut handles = Vec::new();
+            for w in 0..8u8 {
+                let log = log.clone();
+                handles.push(s.spawn(move || {
+                    let key = author(w + 1);
+                    let stmt = |i: usize| set(&format!("w{w}"), &i.to_string(), &key);
+                    let mut seqs = Vec::new();
+                    if w < 4 {
+                        for i in 0..per {
+                            seqs.push(log.append(stmt(i)).unwrap().seq);
+                        }
+                    } else {
+                        let mut pending = std::collections::VecDeque::new();
+                        for i in 0..per {
+                            pending.push_back(log.submit(vec![stmt(i)]).unwrap());
+                            if pending.len() == 8 {
+                                let r = pending.pop_front().unwrap().recv().unwrap();
+                                seqs.push(r[0].as_ref().unwrap().seq);
+                            }
+                        }
+                        for rx in pending {
+                            seqs.push(rx.recv().unwrap()[0].as_ref().unwrap().seq);
+                        }
+                    }
+                    seqs
+                }));
+            }
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        });
+        // when all are acknowledged, then each got its own sequence number,
+        // together exactly 0..n,
+        let n = 8 * per as u64;
+        let mut sorted = seqs.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "{layout:?}");
+        // and after a reopen every one is there, in a log that verifies,
+        // each writer's values in the order it appended them.
+        let state = log.state().clone();
+        close_and_verify(log, dir.path(), n);
+        let log = open(dir.path()).unwrap();
+        assert_eq!(log.len(), n);
+        assert_eq!(*log.state(), state);
+        for w in 0..8 {
+            assert_eq!(
+                log.state().values.get(&format!("w{w}")).map(String::as_str),
+                Some((per - 1).to_string().as_str()),
+                "{layout:?}: writer {w}'s last value"
+            );
+        }
+    }
+}

@@ -1038,7 +1038,7 @@ fn given_blocking_and_pipelining_writers_at_once_when_reopened_then_every_acknow
         let dir = tempfile::tempdir().unwrap();
         let log = create_with(dir.path(), layout);
         let per = 60;
-        let seqs: Vec<u64> = std::thread::scope(|s| {
+        let per_writer: Vec<Vec<u64>> = std::thread::scope(|s| {
             let mut handles = Vec::new();
             for w in 0..8u8 {
                 let log = log.clone();
@@ -1066,19 +1066,22 @@ fn given_blocking_and_pipelining_writers_at_once_when_reopened_then_every_acknow
                     seqs
                 }));
             }
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap())
-                .collect()
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
         // when all are acknowledged, then each got its own sequence number,
-        // together exactly 0..n,
+        // together exactly 0..n, each writer's in the order it appended,
         let n = 8 * per as u64;
-        let mut sorted = seqs.clone();
+        for (w, seqs) in per_writer.iter().enumerate() {
+            assert!(
+                seqs.windows(2).all(|p| p[0] < p[1]),
+                "{layout:?}: writer {w} sequenced out of order: {seqs:?}"
+            );
+        }
+        let mut sorted: Vec<u64> = per_writer.into_iter().flatten().collect();
         sorted.sort_unstable();
         assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "{layout:?}");
         // and after a reopen every one is there, in a log that verifies,
-        // each writer's values in the order it appended them.
+        // each writer's last value last.
         let state = log.state().clone();
         close_and_verify(log, dir.path(), n);
         let log = open(dir.path()).unwrap();

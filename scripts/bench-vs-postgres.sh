@@ -18,6 +18,10 @@
 # (payload, sha256(prev || payload)) in one committed transaction, driven by
 # pgbench with the same client counts. No signature checks at all.
 #
+# Also prints the disk's floor for one client (an fdatasync after a pause), and
+# `cargo run --release -p docket-benches --example one_client` prints the whole
+# one-client floor (round trip, fdatasync, signature check, checkpoint signature).
+#
 # Prints one table with the ratios (Docket / PostgreSQL). If PostgreSQL cannot
 # be installed or started, it says why and measures Docket alone.
 set -euo pipefail
@@ -39,6 +43,27 @@ as_pg() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; f
 
 echo "== machine"
 echo "$(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+# The disk's floor for one client, on the disk the ledger and PostgreSQL use:
+# a 4 KiB overwrite + fdatasync back to back, and after a 300 us pause (one
+# client's appends and commits always follow a pause: their round trip; a
+# virtual disk is often slower then). Every one-client append pays one.
+python3 - "$WORK" <<'PY'
+import os, statistics, sys, time
+path = os.path.join(sys.argv[1], "fsync-probe")
+fd = os.open(path, os.O_RDWR | os.O_CREAT)
+os.write(fd, b"\0" * 4096); os.fsync(fd)
+def p50(pause):
+    lat = []
+    for i in range(1000):
+        if pause:
+            time.sleep(pause)
+        t = time.perf_counter(); os.pwrite(fd, bytes([i % 256]) * 4096, 0); os.fdatasync(fd)
+        lat.append(time.perf_counter() - t)
+    return statistics.median(lat) * 1e6
+print("disk floor: 4 KiB overwrite + fdatasync p50 %.0f us back to back, %.0f us after a 300 us pause"
+      % (p50(0), p50(0.0003)))
+os.close(fd); os.unlink(path)
+PY
 
 if [[ -n "${DOCKET_BIN:-}" ]]; then
   # Another build, to compare two binaries in the same minutes.

@@ -32,6 +32,20 @@ use docket_domain::Statement;
 use docket_proto::v1 as pb;
 use docket_proto::v1::ledger_client::LedgerClient;
 
+/// Times `op(i)` for `i` in `0..count`, each after a `pause` (not timed).
+fn timed(count: usize, pause: Duration, mut op: impl FnMut(usize)) -> Vec<Duration> {
+    (0..count)
+        .map(|i| {
+            if !pause.is_zero() {
+                std::thread::sleep(pause);
+            }
+            let t = Instant::now();
+            op(i);
+            t.elapsed()
+        })
+        .collect()
+}
+
 /// Prints p50 and mean of `lat`; returns the p50.
 fn report(what: &str, mut lat: Vec<Duration>) -> Duration {
     lat.sort();
@@ -127,61 +141,43 @@ fn main() {
         .expect("raw file");
     f.write_all_at(&[0u8; 4096], 0).expect("write");
     f.sync_all().expect("sync");
-    let overwrite: Vec<Duration> = (0..n.min(2000))
-        .map(|i| {
-            let t = Instant::now();
-            f.write_all_at(&[i as u8; 4096], 0).expect("write");
-            f.sync_data().expect("fdatasync");
-            t.elapsed()
-        })
-        .collect();
-    report("raw pwrite 4 KiB in place + fdatasync", overwrite);
-    let paused: Vec<Duration> = (0..n.min(2000))
-        .map(|i| {
-            std::thread::sleep(Duration::from_micros(300));
-            let t = Instant::now();
-            f.write_all_at(&[i as u8; 4096], 0).expect("write");
-            f.sync_data().expect("fdatasync");
-            t.elapsed()
-        })
-        .collect();
-    let fsync_p50 = report("the same after a 300 µs pause", paused);
+    let raw_n = n.min(2000);
+    let mut overwrite = |i: usize| {
+        f.write_all_at(&[i as u8; 4096], 0).expect("write");
+        f.sync_data().expect("fdatasync");
+    };
+    report(
+        "raw pwrite 4 KiB in place + fdatasync",
+        timed(raw_n, Duration::ZERO, &mut overwrite),
+    );
+    let fsync_p50 = report(
+        "the same after a 300 µs pause",
+        timed(raw_n, Duration::from_micros(300), &mut overwrite),
+    );
     let mut a = std::fs::OpenOptions::new()
         .append(true)
         .open(&raw)
         .expect("raw file");
-    let append: Vec<Duration> = (0..n.min(2000))
-        .map(|_| {
-            let t = Instant::now();
-            a.write_all(&[7u8; 256]).expect("write");
-            a.sync_data().expect("fdatasync");
-            t.elapsed()
-        })
-        .collect();
+    let append = timed(raw_n, Duration::ZERO, |_| {
+        a.write_all(&[7u8; 256]).expect("write");
+        a.sync_data().expect("fdatasync");
+    });
     report("raw append 256 B + fdatasync", append);
 
     let st = sign("floor", 0);
-    let checks: Vec<Duration> = (0..n.min(2000))
-        .map(|_| {
-            let t = Instant::now();
-            let ok = docket_log::event::verify_statements(&[&st]);
-            assert!(ok[0].is_ok(), "a good signature");
-            t.elapsed()
-        })
-        .collect();
+    let checks = timed(raw_n, Duration::ZERO, |_| {
+        let ok = docket_log::event::verify_statements(&[&st]);
+        assert!(ok[0].is_ok(), "a good signature");
+    });
     let verify_p50 = report("one signature check (the write path's rule)", checks);
     let body = format!("one-client\n1\n{}\n", "A".repeat(44));
-    let signs: Vec<Duration> = (0..n.min(2000))
-        .map(|_| {
-            let t = Instant::now();
-            std::hint::black_box(docket_log::checkpoint::sign_note(
-                &body,
-                "one-client",
-                &writer,
-            ));
-            t.elapsed()
-        })
-        .collect();
+    let signs = timed(raw_n, Duration::ZERO, |_| {
+        std::hint::black_box(docket_log::checkpoint::sign_note(
+            &body,
+            "one-client",
+            &writer,
+        ));
+    });
     let sign_p50 = report("one checkpoint signature", signs);
     let floor = rtt + fsync_p50 + verify_p50 + sign_p50;
     println!(

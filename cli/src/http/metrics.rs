@@ -21,8 +21,10 @@
 //!   an average under load. It is the upper bound of the fsync latency and
 //!   the lower bound of an append's latency (which adds queueing and
 //!   signature checks; `Admin.GetStatus` reports those percentiles).
-//! * `docket_commit_batch_size`: events made durable per commit, exact (the
-//!   listener sees every new durable length).
+//! * `docket_commit_batch_size`: events made durable per commit. The sum is
+//!   exact; the count is exact unless a scrape lands between two commits
+//!   whose listeners have not run yet (the ledger answers its callers
+//!   first), when those two count as one batch.
 //! * Gauges read at scrape time: `docket_tree_size`,
 //!   `docket_verify_queue_depth` (requests waiting for the verify stage,
 //!   `Metrics::queued`), `docket_failed_stop` (1 once the ledger failed stop),
@@ -76,11 +78,20 @@ struct CommitSignal {
 
 impl CommitSignal {
     fn on_commit(&self, len: u64) {
-        let before = self.last_len.swap(len, Ordering::AcqRel);
+        self.observe_up_to(len);
+        self.wake.notify_one();
+    }
+
+    /// Observes the events from the last length seen up to `len` as one
+    /// batch. Called by the listener and by every scrape: the ledger answers
+    /// its callers before it runs its commit listeners, so a scrape that
+    /// follows an acknowledged append may come first (it then counts the
+    /// new events, and the late listener finds nothing new).
+    fn observe_up_to(&self, len: u64) {
+        let before = self.last_len.fetch_max(len, Ordering::AcqRel);
         if len > before {
             self.batch_sizes.observe((len - before) as f64);
         }
-        self.wake.notify_one();
     }
 }
 
@@ -196,6 +207,7 @@ impl HttpMetrics {
             p.rejected = rejected;
         }
         let len = self.ledger.len();
+        self.signal.observe_up_to(len);
         while p.kinds_to < len {
             let to = (p.kinds_to + KIND_CHUNK).min(len);
             let events = match self.ledger.store().event_range(p.kinds_to, to) {

@@ -133,7 +133,7 @@ impl Admin for AdminService {
             queue_depth: s.inflight_now(),
             queue_capacity: s.max_inflight as u64,
             mean_batch_size: m.mean_batch_size,
-            appended_total: s.metrics.appended.load(Ordering::Relaxed),
+            appended_total: s.ledger.len().saturating_sub(s.metrics.start_len),
             duplicates_total: s.metrics.duplicates.load(Ordering::Relaxed),
             rejected_total: s.metrics.rejected.load(Ordering::Relaxed),
             auto_verify: self.auto_verify,

@@ -44,7 +44,11 @@ pub struct ServerMetrics {
     latencies: Mutex<VecDeque<(Instant, u32)>>,
     commits: Mutex<VecDeque<(Instant, u64)>>,
     last_len: AtomicU64,
-    pub appended: AtomicU64,
+    /// The ledger's length when the server started: events appended since
+    /// are the durable length minus this (read from the ledger, which
+    /// publishes its length before any caller is answered; the commit
+    /// listener runs after the answers).
+    pub start_len: u64,
     pub duplicates: AtomicU64,
     pub rejected: AtomicU64,
 }
@@ -69,7 +73,7 @@ impl ServerMetrics {
             latencies: Mutex::new(VecDeque::new()),
             commits: Mutex::new(VecDeque::new()),
             last_len: AtomicU64::new(len),
-            appended: AtomicU64::new(0),
+            start_len: len,
             duplicates: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
         }
@@ -79,7 +83,6 @@ impl ServerMetrics {
     fn on_commit(&self, len: u64) {
         let before = self.last_len.swap(len, Ordering::AcqRel);
         let events = len.saturating_sub(before);
-        self.appended.fetch_add(events, Ordering::Relaxed);
         let now = Instant::now();
         let mut c = lock(&self.commits);
         c.push_back((now, events));

@@ -858,6 +858,9 @@ impl<M: StateMachine> Log<M> {
 
     /// Registers a callback run (on the committer thread) after every commit
     /// with the new durable length. Keep it cheap (e.g. notify a channel).
+    /// It runs after the commit's callers were answered (an answer waits for
+    /// no listener), so a caller may see its append durable (`len`, reads,
+    /// proofs) before a listener has heard of it.
     pub fn on_commit(&self, listener: impl Fn(u64) + Send + Sync + 'static) {
         lock(&self.inner.listeners).push(Box::new(listener));
     }
@@ -1828,10 +1831,6 @@ impl<M: StateMachine> Syncer<M> {
                 *c = s.size;
                 inner.committed_len.store(s.size, Ordering::Release);
             }
-            inner.committed_changed.notify_all();
-            for l in lock(&inner.listeners).iter() {
-                l(s.size);
-            }
             self.last = Some((s.size, s.root));
         }
         let rejected: u64 = s.results.iter().flatten().filter(|r| r.is_err()).count() as u64;
@@ -1848,8 +1847,20 @@ impl<M: StateMachine> Syncer<M> {
             u64::try_from(s.started.elapsed().as_micros()).unwrap_or(u64::MAX),
             Ordering::Relaxed,
         );
+        // 5. Answer the callers, and only then wake tail waiters and run
+        // the listeners: a listener that wakes a thread (the auto-verify
+        // runner, say) would otherwise give it a core before the callers'
+        // wake-ups (docs/BENCHMARKS.md, thirteenth session). The durable
+        // length was published above, so an answered caller reads its
+        // append whether or not a listener has run.
         for (req, res) in s.requests.into_iter().zip(s.results) {
             req.reply.send(res);
+        }
+        if s.note.is_some() {
+            inner.committed_changed.notify_all();
+            for l in lock(&inner.listeners).iter() {
+                l(s.size);
+            }
         }
         self.since_snapshot += appended;
         if self.since_snapshot >= inner.options.snapshot_every {

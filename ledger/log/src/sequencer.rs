@@ -1709,7 +1709,7 @@ fn run_store<M: StateMachine>(
             match inner.store.commit_anchored(&sequenced.batch) {
                 Ok(anchored) => sequenced.anchored = anchored,
                 Err(e) => {
-                    lock(&publisher.state).fail_stop(&e, sequenced, &rx);
+                    lock(&publisher.state).fail_stop(&e, Some(sequenced), &rx);
                     return;
                 }
             }
@@ -1719,10 +1719,18 @@ fn run_store<M: StateMachine>(
         let anchored = sequenced.anchored || sequenced.note.is_none();
         if anchored && let Some(mut idle) = publisher.idle() {
             match idle.make_durable(sequenced) {
-                Ok(()) => continue,
+                // Answered: now what the store deferred until then.
+                Ok(()) => match inner.store.after_commit() {
+                    Ok(()) => continue,
+                    Err(e) => {
+                        idle.fail_stop(&e, None, &rx);
+                        idle.last = None;
+                        return;
+                    }
+                },
                 Err(failed) => {
                     let (e, sequenced) = *failed;
-                    idle.fail_stop(&e, sequenced, &rx);
+                    idle.fail_stop(&e, Some(sequenced), &rx);
                     // As after the publisher's own fail-stop: no snapshots
                     // when its thread ends.
                     idle.last = None;
@@ -1738,6 +1746,11 @@ fn run_store<M: StateMachine>(
             while let Ok(s) = rx.try_recv() {
                 fail_requests(s.requests, &why);
             }
+            return;
+        }
+        // The publisher answers (it anchors first when the store did not).
+        if let Err(e) = inner.store.after_commit() {
+            lock(&publisher.state).fail_stop(&e, None, &rx);
             return;
         }
     }
@@ -1756,7 +1769,7 @@ fn run_publish<M: StateMachine>(stage: &Stage<Syncer<M>>, rx: Receiver<Sequenced
         }
         if let Err(failed) = publisher.make_durable(sequenced) {
             let (e, sequenced) = *failed;
-            publisher.fail_stop(&e, sequenced, &rx);
+            publisher.fail_stop(&e, Some(sequenced), &rx);
             // Never zero again: the store stage publishes nothing more.
             return;
         }
@@ -1878,13 +1891,14 @@ impl<M: StateMachine> Syncer<M> {
         Ok(())
     }
 
-    /// A storage error: record why, refuse this batch and everything after
-    /// it, and tell the listeners. The durable state never folded the
-    /// failed batch, so readers keep seeing exactly what is on disk.
+    /// A storage error: record why, refuse this batch (if the error came
+    /// with one) and everything after it, and tell the listeners. The
+    /// durable state never folded the failed batch, so readers keep seeing
+    /// exactly what is on disk.
     fn fail_stop(
         &self,
         e: &LogError,
-        failed: Sequenced<M::Admitted>,
+        failed: Option<Sequenced<M::Admitted>>,
         rx: &Receiver<Sequenced<M::Admitted>>,
     ) {
         let msg = format!("fail-stop after a storage error: {e}");
@@ -1898,7 +1912,9 @@ impl<M: StateMachine> Syncer<M> {
         }
         // Wake tail waiters so they see the failure.
         self.inner.committed_changed.notify_all();
-        fail_requests(failed.requests, &msg);
+        if let Some(failed) = failed {
+            fail_requests(failed.requests, &msg);
+        }
         while let Ok(s) = rx.try_recv() {
             fail_requests(s.requests, &msg);
         }

@@ -129,6 +129,15 @@ pub trait Store: NodeSource + Send + Sync {
         self.commit(batch)?;
         Ok(false)
     }
+    /// Work the last commit deferred until its callers were answered (the
+    /// tile store begins its background fdatasync round and wakes its
+    /// index thread here). The write path calls it after each commit's
+    /// answers; a store also does it at its next commit and at its close,
+    /// so nothing is lost if it is never called. An error is a storage
+    /// failure: the write path stops (fail-stop). The default does nothing.
+    fn after_commit(&self) -> Result<()> {
+        Ok(())
+    }
     /// Whether [`Store::statement_seq`] is an exact index lookup of a few
     /// reads whatever the log's size: the sequencer then keeps no Bloom
     /// filter of statement digests (nor its sealed snapshot) in front of
@@ -1263,6 +1272,9 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     fn commit_anchored(&self, batch: &CommitBatch) -> Result<bool> {
         (**self).commit_anchored(batch)
+    }
+    fn after_commit(&self) -> Result<()> {
+        (**self).after_commit()
     }
     fn exact_statement_lookup(&self) -> bool {
         (**self).exact_statement_lookup()

@@ -1000,6 +1000,20 @@ struct Writer {
     /// How long each fdatasync of the store's sync threads is held back:
     /// zero, but in crash tests ([`TileStore::hold_back_syncs`]).
     sync_delay: std::time::Duration,
+    /// Work the last commit left for after its callers are answered
+    /// ([`Store::after_commit`]), or else for the start of the next commit.
+    deferred: Deferred,
+}
+
+/// What a commit acknowledged by its anchor slot defers until its callers
+/// are answered: threads woken before the answers would take a core from
+/// the callers' wake-ups (docs/BENCHMARKS.md, thirteenth session).
+#[derive(Default)]
+struct Deferred {
+    /// Begin the background round covering this many events.
+    round: Option<u64>,
+    /// Wake the derived-data thread for the commit record queued.
+    wake_derived: bool,
 }
 
 /// A round of background fdatasyncs begun after a commit acknowledged by
@@ -1030,6 +1044,7 @@ impl Writer {
             in_flight: None,
             durable_len: 0,
             sync_delay: std::time::Duration::ZERO,
+            deferred: Deferred::default(),
         }
     }
 }
@@ -2393,6 +2408,7 @@ impl TileStore {
         batch: &CommitBatch,
         anchor_slot: Option<&str>,
     ) -> Result<()> {
+        self.run_deferred(w)?;
         let mut next = w.view.len;
         for (seq, _) in &batch.events {
             if *seq != next {
@@ -2529,7 +2545,8 @@ impl TileStore {
                 let slot = self.redo_slot(w, note, batch)?;
                 self.anchor.write_slot(size, &slot)?;
                 if w.in_flight.is_none() {
-                    self.begin_round(w, next)?;
+                    // Begun once the callers are answered.
+                    w.deferred.round = Some(next);
                 }
             }
             None => {
@@ -2575,7 +2592,23 @@ impl TileStore {
         // Publish what is durable, then queue it for the indexes (derived,
         // inserted and synced by the derived-data thread; findable now).
         *self.view.write().unwrap_or_else(PoisonError::into_inner) = w.view.clone();
-        self.derived.queue_record(rec);
+        self.derived.queue_record_quietly(rec);
+        w.deferred.wake_derived = true;
+        Ok(())
+    }
+
+    /// Does what the last commit deferred ([`Deferred`]): at
+    /// [`Store::after_commit`], or at the start of the next commit (or the
+    /// close) if nobody called it.
+    fn run_deferred(&self, w: &mut Writer) -> Result<()> {
+        if std::mem::take(&mut w.deferred.wake_derived) {
+            self.derived.wake();
+        }
+        if let Some(covers) = w.deferred.round.take()
+            && w.in_flight.is_none()
+        {
+            self.begin_round(w, covers)?;
+        }
         Ok(())
     }
 }
@@ -2679,6 +2712,15 @@ impl Store for TileStore {
 
     fn commit_anchored(&self, batch: &CommitBatch) -> Result<bool> {
         self.commit_with(batch, true)
+    }
+
+    fn after_commit(&self) -> Result<()> {
+        let mut guard = self.lock_writer()?;
+        let result = self.run_deferred(&mut guard);
+        if result.is_err() {
+            guard.broken = true;
+        }
+        result
     }
 
     fn len(&self) -> Result<u64> {
@@ -2965,8 +3007,65 @@ mod tests {
         assert_eq!(store.len().unwrap(), 0);
     }
 
+    /// The one-event commit of event `seq` (small: its anchor slot can
+    /// carry it), its Merkle nodes pushed onto `frontier`.
+    fn one_event_commit(frontier: &mut merkle::Frontier, seq: u64) -> CommitBatch {
+        let bytes = format!("\x01ring-{seq}").into_bytes();
+        let mut batch = CommitBatch::default();
+        batch.nodes.extend(frontier.push(merkle::leaf_hash(&bytes)));
+        batch.events.push((seq, bytes));
+        let body = crate::checkpoint::Checkpoint {
+            origin: "example.org/ring-test".into(),
+            size: seq + 1,
+            root: frontier.root(),
+            extensions: Vec::new(),
+        }
+        .body();
+        batch.checkpoint = Some((seq + 1, format!("{body}\n— example.org/ring-test AAAA\n")));
+        batch
+    }
+
+    #[test]
+    fn a_slot_commit_begins_its_background_round_only_after_its_callers_are_answered() {
+        // Given a commit acknowledged by its anchor slot alone,
+        let dir = tempfile::tempdir().unwrap();
+        let store = TileStore::create(dir.path()).unwrap();
+        let mut frontier = merkle::Frontier::new();
+        assert!(
+            store
+                .commit_anchored(&one_event_commit(&mut frontier, 0))
+                .unwrap()
+        );
+        // then its background round waits (the write path answers the
+        // commit's callers first),
+        {
+            let w = store.writer.lock().unwrap();
+            assert!(w.in_flight.is_none());
+            assert_eq!(w.deferred.round, Some(1));
+            assert!(w.deferred.wake_derived);
+        }
+        // and when the write path calls `after_commit`, the round begins,
+        // covers the commit, and once it settles the store is durable up
+        // to it.
+        store.after_commit().unwrap();
+        let mut w = store.writer.lock().unwrap();
+        assert_eq!(w.deferred.round, None);
+        assert!(!w.deferred.wake_derived);
+        assert_eq!(w.in_flight.as_ref().map(|r| r.covers), Some(1));
+        store.settle(&mut w, true).unwrap();
+        assert_eq!(w.durable_len, 1);
+    }
+
     #[test]
     fn a_ring_slot_is_overwritten_only_once_the_store_is_durable_where_the_ring_begins() {
+        // With and without the write path's `after_commit` (a store also
+        // runs what a commit deferred at the start of the next one):
+        for after_commit in [false, true] {
+            ring_comes_round_five_times(after_commit);
+        }
+    }
+
+    fn ring_comes_round_five_times(after_commit: bool) {
         // Given a tile store whose background fdatasyncs take 30 ms each (a
         // slow disk: many slot writes happen during one round),
         let dir = tempfile::tempdir().unwrap();
@@ -2976,22 +3075,14 @@ mod tests {
         // when 40 one-event commits are acknowledged by their anchor slots
         // alone (five times round the ring of eight),
         for seq in 0..40u64 {
-            let bytes = format!("\x01ring-{seq}").into_bytes();
-            let mut batch = CommitBatch::default();
-            batch.nodes.extend(frontier.push(merkle::leaf_hash(&bytes)));
-            batch.events.push((seq, bytes));
-            let body = crate::checkpoint::Checkpoint {
-                origin: "example.org/ring-test".into(),
-                size: seq + 1,
-                root: frontier.root(),
-                extensions: Vec::new(),
-            }
-            .body();
-            batch.checkpoint = Some((seq + 1, format!("{body}\n— example.org/ring-test AAAA\n")));
+            let batch = one_event_commit(&mut frontier, seq);
             assert!(
                 store.commit_anchored(&batch).unwrap(),
                 "commit {seq} anchored"
             );
+            if after_commit {
+                store.after_commit().unwrap();
+            }
             // then after each, the store is durable at least up to where the
             // ring's chain of redos begins, so a stop loses nothing the
             // ring cannot give back.

@@ -576,6 +576,9 @@ impl Store for BreakableStore {
         }
         self.inner.commit_anchored(batch)
     }
+    fn after_commit(&self) -> docket_log::Result<()> {
+        self.inner.after_commit()
+    }
     fn len(&self) -> docket_log::Result<u64> {
         self.inner.len()
     }

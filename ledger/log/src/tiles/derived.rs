@@ -158,6 +158,14 @@ impl Derived {
     /// Queues a durable commit record for the indexes; its statements and
     /// checkpoint are findable from now on.
     pub(super) fn queue_record(&self, rec: CommitRecord) {
+        self.queue_record_quietly(rec);
+        self.wake();
+    }
+
+    /// [`Self::queue_record`] without waking the thread: the caller wakes
+    /// it ([`Self::wake`]) once the commit's callers are answered, so that
+    /// its work does not take a core before their wake-ups.
+    pub(super) fn queue_record_quietly(&self, rec: CommitRecord) {
         let mut ix = self.shared.lock();
         for (digest, seq) in &rec.statements {
             ix.queued_statements.insert(*digest, *seq);
@@ -166,7 +174,10 @@ impl Derived {
             ix.queued_checkpoints.insert(c.0, c.clone());
         }
         ix.jobs.push_back(Job::Index(rec));
-        drop(ix);
+    }
+
+    /// Wakes the thread for the jobs queued quietly.
+    pub(super) fn wake(&self) {
         self.shared.changed.notify_all();
     }
 

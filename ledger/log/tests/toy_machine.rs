@@ -1032,6 +1032,46 @@ fn given_submit_then_when_durable_or_closed_then_the_callback_runs_once_with_eve
 }
 
 #[test]
+fn given_a_commit_listener_that_waits_for_the_caller_when_appending_then_the_caller_is_answered_first()
+ {
+    for layout in LAYOUTS {
+        // Given a log whose commit listener waits (up to 10 s) until the
+        // appender says it has its receipt,
+        let dir = tempfile::tempdir().unwrap();
+        let log = create_with(dir.path(), layout);
+        let (answered_tx, answered_rx) = std::sync::mpsc::channel::<()>();
+        let answered_rx = std::sync::Mutex::new(answered_rx);
+        let (heard_tx, heard_rx) = std::sync::mpsc::channel::<(u64, bool)>();
+        let heard_tx = std::sync::Mutex::new(heard_tx);
+        log.on_commit(move |len| {
+            let caller_first = answered_rx
+                .lock()
+                .unwrap()
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .is_ok();
+            heard_tx.lock().unwrap().send((len, caller_first)).unwrap();
+        });
+        // when one statement is appended,
+        let receipt = log.append(set("x", "1", &author(1))).unwrap();
+        // then the append returns while the listener still waits, and the
+        // log already shows the event to the answered caller,
+        assert_eq!(receipt.seq, 0, "{layout:?}");
+        assert_eq!(log.len(), 1, "{layout:?}");
+        answered_tx.send(()).unwrap();
+        // and the listener hears of the commit after the caller was
+        // answered (run before the answer, it would have timed out).
+        assert_eq!(
+            heard_rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .unwrap(),
+            (1, true),
+            "{layout:?}"
+        );
+        close_and_verify(log, dir.path(), 1);
+    }
+}
+
+#[test]
 fn given_blocking_and_pipelining_writers_at_once_when_reopened_then_every_acknowledged_append_is_there_once()
  {
     for layout in LAYOUTS {

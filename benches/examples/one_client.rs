@@ -82,7 +82,7 @@ fn main() {
         .collect();
     let local: Vec<Statement> = (0..n).map(|i| sign("local", i)).collect();
 
-    let (rtt, floor, grpc) = rt.block_on(async {
+    let (rtt, checkpoint_calls, grpc) = rt.block_on(async {
         let ch = docket_cli::client::channel(&url).await.expect("connect");
         let mut health = tonic_health::pb::health_client::HealthClient::new(ch.clone());
         let mut client = LedgerClient::new(ch);
@@ -96,14 +96,14 @@ fn main() {
             pure.push(t.elapsed());
         }
         let rtt = report("gRPC health Check (no ledger at all)", pure);
-        let mut floor = Vec::with_capacity(n);
+        let mut checkpoint_calls = Vec::with_capacity(n);
         for _ in 0..n {
             let t = Instant::now();
             client
                 .get_checkpoint(pb::GetCheckpointRequest {})
                 .await
                 .expect("checkpoint");
-            floor.push(t.elapsed());
+            checkpoint_calls.push(t.elapsed());
         }
         let mut grpc = Vec::with_capacity(n);
         for st in wire {
@@ -111,9 +111,9 @@ fn main() {
             client.append(st).await.expect("append");
             grpc.push(t.elapsed());
         }
-        (rtt, floor, grpc)
+        (rtt, checkpoint_calls, grpc)
     });
-    report("gRPC GetCheckpoint (no disk)", floor);
+    report("gRPC GetCheckpoint (no disk)", checkpoint_calls);
     let append_p50 = report("gRPC Append, one call at a time", grpc);
 
     let ledger = server.ledger().clone();

@@ -14,8 +14,12 @@
 //! which leaves more of the shared cores to the server, as pgbench does.
 //!
 //! Statements are signed before the clock starts (signing is the client's
-//! work, not the server's). `DOCKET_BENCH_GRPC_SECS` sets the seconds per
-//! measured run (default 5).
+//! work, not the server's). The server runs on a runtime of its own, built
+//! as `docket serve` builds its runtime, and the clients on another, as
+//! with a server in its own process; both share the machine's cores.
+//! `DOCKET_BENCH_GRPC_SHARED_RUNTIME=1` puts them on one runtime instead
+//! (this bench's setup before 2026-11-28). `DOCKET_BENCH_GRPC_SECS` sets
+//! the seconds per measured run (default 5).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -264,14 +268,43 @@ fn in_process(ledger: &docket_domain::Ledger, key: &SigningKey, dur: Duration) -
     }
 }
 
+/// Whether the server shares the clients' runtime
+/// (`DOCKET_BENCH_GRPC_SHARED_RUNTIME=1`, as before 2026-11-28) instead of
+/// running on its own, as `docket serve` does in a process of its own.
+fn shared_runtime() -> bool {
+    std::env::var_os("DOCKET_BENCH_GRPC_SHARED_RUNTIME").is_some_and(|v| v == "1")
+}
+
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_name("bench-client")
         .max_blocking_threads(2048)
         .build()
         .expect("runtime");
+    // The server's own runtime, built as `docket serve` builds it: its
+    // tasks do not queue behind the load generator's on the same workers
+    // (nor the clients' behind the server's), as with a server in its own
+    // process, which is how `scripts/bench-vs-postgres.sh` runs it.
+    let own = (!shared_runtime()).then(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_name("docket-server")
+            .max_blocking_threads(2048)
+            .build()
+            .expect("server runtime")
+    });
+    let server_rt = own.as_ref().unwrap_or(&rt);
+    println!(
+        "server runtime: {}",
+        if own.is_some() {
+            "its own (as `docket serve`)"
+        } else {
+            "shared with the clients"
+        }
+    );
     let dir = tempfile::tempdir().expect("temp dir");
-    let (server, writer) = docket_benches::serve_with_writer(&rt, dir.path(), "bench");
+    let (server, writer) = docket_benches::serve_with_writer(server_rt, dir.path(), "bench");
     let url = server.url();
     let dur = Duration::from_secs_f64(secs());
     // Generous: enough statements that no client runs out before the clock.
@@ -433,7 +466,7 @@ fn bench(c: &mut Criterion) {
     group.finish();
     drop(channels);
     drop(ch);
-    rt.block_on(server.shutdown()).expect("shutdown");
+    server_rt.block_on(server.shutdown()).expect("shutdown");
 }
 
 criterion_group!(benches, bench);

@@ -282,18 +282,12 @@ fn bench(c: &mut Criterion) {
         .max_blocking_threads(2048)
         .build()
         .expect("runtime");
-    // The server's own runtime, built as `docket serve` builds it: its
-    // tasks do not queue behind the load generator's on the same workers
-    // (nor the clients' behind the server's), as with a server in its own
+    // The server's own runtime, the one `docket serve` runs on: its tasks
+    // do not queue behind the load generator's on the same workers (nor
+    // the clients' behind the server's), as with a server in its own
     // process, which is how `scripts/bench-vs-postgres.sh` runs it.
-    let own = (!shared_runtime()).then(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .thread_name("docket-server")
-            .max_blocking_threads(2048)
-            .build()
-            .expect("server runtime")
-    });
+    let own =
+        (!shared_runtime()).then(|| docket_cli::server::server_runtime().expect("server runtime"));
     let server_rt = own.as_ref().unwrap_or(&rt);
     println!(
         "server runtime: {}",

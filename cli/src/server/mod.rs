@@ -473,8 +473,9 @@ impl Drop for BackgroundServer {
     }
 }
 
-/// The runtime `docket serve` runs on.
-fn server_runtime() -> Result<tokio::runtime::Runtime> {
+/// The runtime `docket serve` runs on (the grpc bench hosts its server on
+/// one built here too).
+pub fn server_runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("docket-server")

@@ -447,17 +447,13 @@ pub fn open_sled_guarded(dir: &Path) -> Result<SledStore> {
             ),
             other => other,
         }),
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(LogError::corrupt(
-                "log/",
-                format!("the sled store does not open (sled panicked: {msg})"),
-            ))
-        }
+        Err(panic) => Err(LogError::corrupt(
+            "log/",
+            format!(
+                "the sled store does not open (sled panicked: {})",
+                crate::store::panic_message(panic.as_ref())
+            ),
+        )),
     }
 }
 

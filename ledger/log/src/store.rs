@@ -242,6 +242,32 @@ fn seq_from(bytes: &[u8], location: &str) -> Result<u64> {
     Ok(u64::from_be_bytes(arr))
 }
 
+/// The message of a caught panic's payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Runs `op` on the sled tree (`what` names it), turning a panic inside
+/// sled into [`LogError::Corrupt`] naming `log/`: sled asserts on some
+/// damaged files (at open, guarded by
+/// [`crate::sequencer::open_sled_guarded`], and also on a later read of a
+/// damaged node), and damage is reported, never a crash.
+fn sled_guarded<T>(what: &str, op: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(op)).unwrap_or_else(|payload| {
+        Err(LogError::corrupt(
+            "log/",
+            format!(
+                "the sled store is damaged ({what}: sled panicked: {})",
+                panic_message(payload.as_ref())
+            ),
+        ))
+    })
+}
+
 impl SledStore {
     /// Opens (or creates) the store under `dir`.
     ///
@@ -503,8 +529,13 @@ impl NodeSource for SledStore {
                     .ok_or(MerkleError::MissingNode { level, index });
             }
         }
-        match self.tree.get(node_key(level, index)) {
-            Ok(Some(v)) if v.len() == 32 => {
+        // A read that fails, or that panics inside sled on a damaged file
+        // (see `sled_guarded`), is a missing node: proofs fail closed.
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.tree.get(node_key(level, index))
+        }));
+        match read {
+            Ok(Ok(Some(v))) if v.len() == 32 => {
                 let mut h = [0u8; 32];
                 h.copy_from_slice(&v);
                 Ok(h)
@@ -534,10 +565,12 @@ impl Store for SledStore {
         if let Some((size, note)) = &batch.checkpoint {
             b.insert(&checkpoint_key(*size)[..], note.as_bytes());
         }
-        self.tree
-            .apply_batch(b)
-            .map_err(|e| LogError::store("applying a commit batch", e))?;
-        self.sync()?;
+        sled_guarded("applying a commit batch", || {
+            self.tree
+                .apply_batch(b)
+                .map_err(|e| LogError::store("applying a commit batch", e))?;
+            self.sync()
+        })?;
         // Durable: publish the upper nodes to the in-memory levels.
         let mut guard = self
             .upper
@@ -571,11 +604,13 @@ impl Store for SledStore {
     }
 
     fn len(&self) -> Result<u64> {
-        match self.tree.scan_prefix(b"e").next_back() {
-            None => Ok(0),
-            Some(Ok((k, _))) => Ok(seq_from(&k[1..9.min(k.len())], "last event key")? + 1),
-            Some(Err(e)) => Err(LogError::store("reading the last event", e)),
-        }
+        sled_guarded("reading the last event", || {
+            match self.tree.scan_prefix(b"e").next_back() {
+                None => Ok(0),
+                Some(Ok((k, _))) => Ok(seq_from(&k[1..9.min(k.len())], "last event key")? + 1),
+                Some(Err(e)) => Err(LogError::store("reading the last event", e)),
+            }
+        })
     }
 
     fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>> {
@@ -584,114 +619,128 @@ impl Store for SledStore {
     }
 
     fn event_range(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>> {
-        if from >= to {
-            return Ok(Vec::new());
-        }
-        let mut out: Vec<(u64, Vec<u8>)> =
-            Vec::with_capacity(usize::try_from(to - from).unwrap_or(0).min(1 << 16));
-        for item in self.tree.range(event_key(from)..event_key(to)) {
-            let (k, v) = item.map_err(|e| LogError::store("scanning events", e))?;
-            let seq = seq_from(&k[1..9.min(k.len())], "event key")?;
-            let chunk = match k.len() {
-                9 => 0,
-                11 => u16::from_be_bytes([k[9], k[10]]),
-                _ => return Err(LogError::corrupt("event key", "not 9 or 11 bytes")),
-            };
-            match out.last_mut() {
-                Some((s, bytes)) if *s == seq && chunk > 0 => bytes.extend_from_slice(&v),
-                // A chunk without its predecessor: the event is damaged;
-                // hand back what is there (it will not hash to its leaf).
-                _ if chunk > 0 => out.push((seq, v.to_vec())),
-                _ => out.push((seq, v.to_vec())),
+        sled_guarded("scanning events", || {
+            if from >= to {
+                return Ok(Vec::new());
             }
-        }
-        Ok(out)
+            let mut out: Vec<(u64, Vec<u8>)> =
+                Vec::with_capacity(usize::try_from(to - from).unwrap_or(0).min(1 << 16));
+            for item in self.tree.range(event_key(from)..event_key(to)) {
+                let (k, v) = item.map_err(|e| LogError::store("scanning events", e))?;
+                let seq = seq_from(&k[1..9.min(k.len())], "event key")?;
+                let chunk = match k.len() {
+                    9 => 0,
+                    11 => u16::from_be_bytes([k[9], k[10]]),
+                    _ => return Err(LogError::corrupt("event key", "not 9 or 11 bytes")),
+                };
+                match out.last_mut() {
+                    Some((s, bytes)) if *s == seq && chunk > 0 => bytes.extend_from_slice(&v),
+                    // A chunk without its predecessor: the event is damaged;
+                    // hand back what is there (it will not hash to its leaf).
+                    _ if chunk > 0 => out.push((seq, v.to_vec())),
+                    _ => out.push((seq, v.to_vec())),
+                }
+            }
+            Ok(out)
+        })
     }
 
     fn for_each_statement(&self, f: &mut dyn FnMut(Hash)) -> Result<()> {
-        for item in self.tree.scan_prefix(b"s") {
-            let (k, _) = item.map_err(|e| LogError::store("scanning statement digests", e))?;
-            if let Ok(d) = <[u8; 32]>::try_from(&k[1..]) {
-                f(d);
+        sled_guarded("scanning statement digests", || {
+            for item in self.tree.scan_prefix(b"s") {
+                let (k, _) = item.map_err(|e| LogError::store("scanning statement digests", e))?;
+                if let Ok(d) = <[u8; 32]>::try_from(&k[1..]) {
+                    f(d);
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn leaf_hashes(&self, from: u64, to: u64) -> Result<Vec<(u64, Hash)>> {
-        let mut out = Vec::new();
-        if from >= to {
-            return Ok(out);
-        }
-        for item in self.tree.range(node_key(0, from)..node_key(0, to)) {
-            let (k, v) = item.map_err(|e| LogError::store("scanning Merkle leaves", e))?;
-            let seq = seq_from(&k[2..], "Merkle leaf key")?;
-            if let Ok(h) = <[u8; 32]>::try_from(v.as_ref()) {
-                out.push((seq, h));
+        sled_guarded("scanning Merkle leaves", || {
+            let mut out = Vec::new();
+            if from >= to {
+                return Ok(out);
             }
-        }
-        Ok(out)
+            for item in self.tree.range(node_key(0, from)..node_key(0, to)) {
+                let (k, v) = item.map_err(|e| LogError::store("scanning Merkle leaves", e))?;
+                let seq = seq_from(&k[2..], "Merkle leaf key")?;
+                if let Ok(h) = <[u8; 32]>::try_from(v.as_ref()) {
+                    out.push((seq, h));
+                }
+            }
+            Ok(out)
+        })
     }
 
     fn statement_seq(&self, digest: &Hash) -> Result<Option<u64>> {
-        match self
-            .tree
-            .get(statement_key(digest))
-            .map_err(|e| LogError::store("reading statement index", e))?
-        {
-            None => Ok(None),
-            Some(v) => Ok(Some(seq_from(&v, "statement index")?)),
-        }
+        sled_guarded("reading statement index", || {
+            match self
+                .tree
+                .get(statement_key(digest))
+                .map_err(|e| LogError::store("reading statement index", e))?
+            {
+                None => Ok(None),
+                Some(v) => Ok(Some(seq_from(&v, "statement index")?)),
+            }
+        })
     }
 
     fn checkpoint(&self, size: Option<u64>) -> Result<Option<(u64, String)>> {
-        let found = match size {
-            Some(s) => self
-                .tree
-                .get(checkpoint_key(s))
-                .map_err(|e| LogError::store("reading checkpoint", e))?
-                .map(|v| (s, v)),
-            None => match self.tree.scan_prefix(b"c").next_back() {
-                None => None,
-                Some(Ok((k, v))) => Some((seq_from(&k[1..], "checkpoint key")?, v)),
-                Some(Err(e)) => return Err(LogError::store("reading checkpoints", e)),
-            },
-        };
-        found
-            .map(|(s, v)| {
-                String::from_utf8(v.to_vec())
-                    .map(|note| (s, note))
-                    .map_err(|_| LogError::corrupt(format!("checkpoint {s}"), "not UTF-8"))
-            })
-            .transpose()
+        sled_guarded("reading checkpoints", || {
+            let found = match size {
+                Some(s) => self
+                    .tree
+                    .get(checkpoint_key(s))
+                    .map_err(|e| LogError::store("reading checkpoint", e))?
+                    .map(|v| (s, v)),
+                None => match self.tree.scan_prefix(b"c").next_back() {
+                    None => None,
+                    Some(Ok((k, v))) => Some((seq_from(&k[1..], "checkpoint key")?, v)),
+                    Some(Err(e)) => return Err(LogError::store("reading checkpoints", e)),
+                },
+            };
+            found
+                .map(|(s, v)| {
+                    String::from_utf8(v.to_vec())
+                        .map(|note| (s, note))
+                        .map_err(|_| LogError::corrupt(format!("checkpoint {s}"), "not UTF-8"))
+                })
+                .transpose()
+        })
     }
 
     fn checkpoints(&self, from: u64, to: u64) -> Result<Vec<(u64, String)>> {
-        let mut out = Vec::new();
-        if from > to {
-            return Ok(out);
-        }
-        // Sizes stop short of u64::MAX, so the end key stays in the prefix.
-        let end = checkpoint_key(to.min(u64::MAX - 1) + 1);
-        for item in self.tree.range(checkpoint_key(from)..end) {
-            let (k, v) = item.map_err(|e| LogError::store("scanning checkpoints", e))?;
-            let size = seq_from(&k[1..], "checkpoint key")?;
-            let note = String::from_utf8(v.to_vec())
-                .map_err(|_| LogError::corrupt(format!("checkpoint {size}"), "not UTF-8"))?;
-            out.push((size, note));
-        }
-        Ok(out)
+        sled_guarded("scanning checkpoints", || {
+            let mut out = Vec::new();
+            if from > to {
+                return Ok(out);
+            }
+            // Sizes stop short of u64::MAX, so the end key stays in the prefix.
+            let end = checkpoint_key(to.min(u64::MAX - 1) + 1);
+            for item in self.tree.range(checkpoint_key(from)..end) {
+                let (k, v) = item.map_err(|e| LogError::store("scanning checkpoints", e))?;
+                let size = seq_from(&k[1..], "checkpoint key")?;
+                let note = String::from_utf8(v.to_vec())
+                    .map_err(|_| LogError::corrupt(format!("checkpoint {size}"), "not UTF-8"))?;
+                out.push((size, note));
+            }
+            Ok(out)
+        })
     }
 
     fn put_checkpoints(&self, checkpoints: &[(u64, String)]) -> Result<()> {
-        let mut b = sled::Batch::default();
-        for (size, note) in checkpoints {
-            b.insert(&checkpoint_key(*size)[..], note.as_bytes());
-        }
-        self.tree
-            .apply_batch(b)
-            .map_err(|e| LogError::store("applying a checkpoint batch", e))?;
-        self.sync()
+        sled_guarded("applying a checkpoint batch", || {
+            let mut b = sled::Batch::default();
+            for (size, note) in checkpoints {
+                b.insert(&checkpoint_key(*size)[..], note.as_bytes());
+            }
+            self.tree
+                .apply_batch(b)
+                .map_err(|e| LogError::store("applying a checkpoint batch", e))?;
+            self.sync()
+        })
     }
 
     fn put_snapshot(&self, name: &str, bytes: &[u8]) -> Result<()> {
@@ -1285,6 +1334,32 @@ impl<S: Store + ?Sized> Store for Arc<S> {
 mod tests {
     use super::*;
     use sha2::Digest as _;
+
+    #[test]
+    fn a_panic_inside_a_sled_read_is_reported_as_damage_of_log_not_a_crash() {
+        // Given a sled operation that panics (as sled's own assertions do on
+        // some damaged files, at a read long after the open),
+        let read = || -> Result<u64> { panic!("assertion failed: *key < self.hi") };
+        // when it runs guarded, then the caller gets corruption naming
+        // `log/`, the operation and sled's message, and the process goes on;
+        match sled_guarded("scanning events", read) {
+            Err(LogError::Corrupt { location, detail }) => {
+                assert_eq!(location, "log/");
+                assert!(detail.contains("scanning events"), "{detail}");
+                assert!(
+                    detail.contains("assertion failed: *key < self.hi"),
+                    "{detail}"
+                );
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+        // and an operation that does not panic answers as it would alone.
+        assert_eq!(sled_guarded("reading", || Ok(7)).unwrap(), 7);
+        assert!(matches!(
+            sled_guarded("reading", || -> Result<()> { Err(LogError::corrupt("x", "y")) }),
+            Err(LogError::Corrupt { location, .. }) if location == "x"
+        ));
+    }
 
     fn anchor_in(dir: &Path) -> Anchor {
         let path = dir.join("anchor");

@@ -164,6 +164,9 @@ fn reseal(bundle: &Path) {
     std::fs::write(&path, serde_json::to_vec_pretty(&manifest).expect("json")).expect("write");
 }
 
+/// A damage done to a copy of a bundle.
+type Damage = Box<dyn Fn(&Path)>;
+
 #[test]
 fn fresh_bundles_get_the_same_answer_from_docket_and_the_independent_verifier() {
     let Some(_) = python() else {
@@ -221,7 +224,7 @@ fn fresh_bundles_get_the_same_answer_from_docket_and_the_independent_verifier() 
         damage(&bundle);
         bundle
     };
-    let cases: Vec<(&str, i32, Box<dyn Fn(&Path)>)> = vec![
+    let cases: Vec<(&str, i32, Damage)> = vec![
         (
             "summary byte appended (file digest)",
             5,

@@ -67,10 +67,12 @@ pub fn rfc3339_ms(ms: u64) -> String {
 
 /// Parses RFC 3339 into Unix milliseconds.
 pub fn parse_rfc3339_ms(s: &str) -> anyhow::Result<u64> {
-    let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
-        .map_err(|e| {
-            crate::exit::CliError::new(crate::exit::INVALID, format!("{s:?} is not RFC 3339: {e}"))
-        })?;
+    let t = docket_verifier::parse_rfc3339(s).ok_or_else(|| {
+        crate::exit::CliError::new(
+            crate::exit::INVALID,
+            format!("{s:?} is not an RFC 3339 timestamp (e.g. 2026-02-09T14:30:00Z)"),
+        )
+    })?;
     let ms = t.unix_timestamp_nanos() / 1_000_000;
     u64::try_from(ms).map_err(|_| {
         crate::exit::CliError::new(crate::exit::INVALID, format!("{s:?} is before 1970")).into()

@@ -145,13 +145,12 @@ fn evaluation_time(now: Option<&str>) -> Result<time::OffsetDateTime> {
             let now = time::OffsetDateTime::now_utc();
             Ok(now.replace_nanosecond(0).unwrap_or(now))
         }
-        Some(s) => time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
-            .map_err(|e| {
-                anyhow::Error::new(crate::exit::CliError::new(
-                    crate::exit::USAGE,
-                    format!("--now {s:?} is not RFC 3339: {e}"),
-                ))
-            }),
+        Some(s) => docket_verifier::parse_rfc3339(s).ok_or_else(|| {
+            anyhow::Error::new(crate::exit::CliError::new(
+                crate::exit::USAGE,
+                format!("--now {s:?} is not an RFC 3339 timestamp (e.g. 2026-02-09T14:30:00Z)"),
+            ))
+        }),
     }
 }
 

@@ -182,7 +182,17 @@ impl Reader {
     }
 }
 
-pub(crate) fn parse_rfc3339(s: &str) -> Option<time::OffsetDateTime> {
+/// Parses an RFC 3339 `date-time` (RFC 3339 §5.6), the one reader of
+/// timestamps for every document, payload and command line.
+///
+/// The `time` crate's reader accepts any one character between the date
+/// and the time; the grammar has `"T"` there (case-insensitive, as every
+/// ABNF string). `full-date` is always ten bytes, so byte 10 is checked
+/// first: `2026-02-09X14:30:00Z` and `2026-02-09 14:30:00Z` are refused.
+pub fn parse_rfc3339(s: &str) -> Option<time::OffsetDateTime> {
+    if !matches!(s.as_bytes().get(10), Some(b'T' | b't')) {
+        return None;
+    }
     time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
 }
 
@@ -612,4 +622,30 @@ fn value_at_mut<'v>(value: &'v mut Value, path: &[String]) -> Option<&'v mut Val
         Value::Array(items) => items.get_mut(k.parse::<usize>().ok()?),
         _ => None,
     })
+}
+
+#[cfg(test)]
+mod timestamp_tests {
+    use super::parse_rfc3339;
+
+    #[test]
+    fn only_t_separates_date_and_time() {
+        for ok in [
+            "2026-02-09T14:30:00Z",
+            "2026-02-09t14:30:00z",
+            "2026-02-09T14:30:00.123456789+01:00",
+        ] {
+            assert!(parse_rfc3339(ok).is_some(), "{ok} is RFC 3339");
+        }
+        for refused in [
+            "2026-02-09X14:30:00Z",
+            "2026-02-09 14:30:00Z",
+            "2026-02-09_14:30:00Z",
+            "2026-02-09",
+            "",
+            "2026-02-09T14:30:00",
+        ] {
+            assert!(parse_rfc3339(refused).is_none(), "{refused:?} is not");
+        }
+    }
 }

@@ -32,6 +32,7 @@ pub use catalogue::{FailClass, ReasonCode, VerifierFailClass};
 pub use engine::{ArtifactSource, DirArtifacts, MemoryArtifacts, evaluate};
 pub use error::VerifierError;
 pub use evidence::EvidenceType;
+pub use json::parse_rfc3339;
 pub use task::TaskContract;
 pub use verdict::{Verdict, VerifierOutput};
 pub use violation::Violation;

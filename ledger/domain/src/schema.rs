@@ -146,7 +146,7 @@ pub fn hex_lower(bytes: &[u8]) -> String {
 
 /// Parses an RFC 3339 timestamp to Unix milliseconds.
 pub fn rfc3339_ms(s: &str) -> Option<i128> {
-    let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()?;
+    let t = docket_verifier::parse_rfc3339(s)?;
     Some(t.unix_timestamp_nanos() / 1_000_000)
 }
 

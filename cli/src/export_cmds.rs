@@ -22,8 +22,9 @@ pub enum ExportCmd {
     Export(ExportArgs),
     /// Verify a bundle offline, with no ledger: digests, signatures,
     /// authority, hash chain, proofs, checkpoint, blobs, summary.
-    /// Exit 0 clean, 2 malformed, 3 summary mismatch, 4 missing files,
-    /// 5 integrity failure.
+    /// Exit 0 clean, 2 refused (unsupported format, external reference),
+    /// 3 summary mismatch, 4 missing files, 5 integrity failure or
+    /// malformed content.
     Audit(AuditArgs),
 }
 

@@ -354,3 +354,36 @@ fn bench_load_raw_h2_client_appends_and_checks_every_receipt() {
     drop(serve);
     result.unwrap();
 }
+
+#[test]
+fn init_refuses_an_origin_that_cannot_name_checkpoints_and_writes_nothing() {
+    let root = tempfile::tempdir().expect("temp dir");
+    for (i, origin) in ["a b", "a+b", "a\rb", ""].into_iter().enumerate() {
+        let data = root.path().join(format!("ledger{i}"));
+        let out = docket()
+            .arg("--data")
+            .arg(&data)
+            .args(["init", "--origin", origin])
+            .output()
+            .expect("run docket init");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "init --origin {origin:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !data.exists(),
+            "init --origin {origin:?} wrote {}",
+            data.display()
+        );
+    }
+    let data = root.path().join("good");
+    let out = docket()
+        .arg("--data")
+        .arg(&data)
+        .args(["init", "--origin", "ci.example.com/docket"])
+        .output()
+        .expect("run docket init");
+    ok(&out);
+}

@@ -224,7 +224,8 @@ pub fn decode_revoked(payload: &[u8]) -> Result<KeyRevoked> {
 // ------------------------------------------------------------ admission
 
 /// `ledger.genesis` (sequence 0 only): signed by the ledger key it names,
-/// an admin key that is a key and not the ledger key, a one-line origin.
+/// an admin key that is a key and not the ledger key, an origin that can
+/// name checkpoints and the verifier key (`checkpoint::check_origin`).
 pub fn admit_genesis(stmt: &Statement, g: &GenesisPayload) -> Result<()> {
     if g.ledger_key != hex::encode(stmt.author) {
         return Err(LedgerError::denied(
@@ -240,8 +241,11 @@ pub fn admit_genesis(stmt: &Statement, g: &GenesisPayload) -> Result<()> {
             "the admin key must differ from the ledger key",
         ));
     }
-    if g.origin.is_empty() || g.origin.contains('\n') {
-        return Err(invalid("genesis", "origin must be one non-empty line"));
+    if let Err(e) = docket_log::checkpoint::check_origin(&g.origin) {
+        return Err(invalid(
+            "genesis",
+            format!("origin must name a checkpoint and its verifier key: {e}"),
+        ));
     }
     Ok(())
 }
@@ -322,7 +326,21 @@ pub fn fold_genesis(keys: &mut KeysProjection, event: &Event, g: &GenesisPayload
 }
 
 /// Folds `key.registered`.
+///
+/// A key already registered (revoked or not) is an error that changes
+/// nothing: admission never lets a second registration through, so only a
+/// partial or damaged log (an audit's fold) has one, and it must not replace
+/// the record or clear a revocation.
 pub fn fold_registered(keys: &mut KeysProjection, event: &Event, p: &KeyRegistered) -> Result<()> {
+    if let Some(existing) = keys.keys.get(&p.public_key) {
+        return Err(LedgerError::corrupt(
+            format!("event {}", event.seq),
+            format!(
+                "key.registered names key {}, already registered at seq {}",
+                p.public_key, existing.registered_seq
+            ),
+        ));
+    }
     let mut r = record(event, p.roles.iter().copied());
     r.not_before_ms = p.not_before_ms;
     r.not_after_ms = p.not_after_ms;
@@ -342,7 +360,46 @@ pub fn fold_revoked(keys: &mut KeysProjection, event: &Event, p: &KeyRevoked) ->
             ),
         ));
     };
+    if let Some(at) = k.revoked_seq {
+        // As for a second registration: only an unadmitted log has this.
+        return Err(LedgerError::corrupt(
+            format!("event {}", event.seq),
+            format!(
+                "key.revoked names key {}, already revoked at seq {at}",
+                p.public_key
+            ),
+        ));
+    }
     k.revoked_seq = Some(event.seq);
     k.revoked_reason = p.reason.clone();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn genesis_with_origin(origin: &str) -> Result<()> {
+        let ledger = ed25519_dalek::SigningKey::from_bytes(&[1; 32]);
+        let admin = ed25519_dalek::SigningKey::from_bytes(&[2; 32]);
+        let g = GenesisPayload {
+            origin: origin.into(),
+            ledger_key: hex::encode(ledger.verifying_key().to_bytes()),
+            admin_key: hex::encode(admin.verifying_key().to_bytes()),
+            ledger_roles: vec![Role::Verifier],
+        };
+        let payload = serde_json::to_vec(&g).expect("json");
+        admit_genesis(&Statement::sign("ledger.genesis", payload, &ledger), &g)
+    }
+
+    #[test]
+    fn a_genesis_origin_must_name_checkpoints_and_the_verifier_key() {
+        assert!(genesis_with_origin("ci.example.com/docket").is_ok());
+        // Each of these would make checkpoints or the verifier key
+        // `<name>+<hex8>+<base64>` unreadable.
+        for bad in ["", "a b", "a+b", "a\nb", "a\rb", "a\u{7}b", "tab\there"] {
+            let e = genesis_with_origin(bad).expect_err(bad);
+            assert!(matches!(e, LedgerError::Invalid { .. }), "{bad:?}: {e}");
+        }
+    }
 }

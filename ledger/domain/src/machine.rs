@@ -136,6 +136,13 @@ impl LedgerState {
         folded
     }
 
+    /// Counts `event` as folded without changing any projection: for an
+    /// event a verifier refused (an audit re-admitting a bundle), so that
+    /// what follows is judged at its own position.
+    pub fn pass_over(&mut self, event: &Event) {
+        self.advance(event);
+    }
+
     fn advance(&mut self, event: &Event) {
         self.applied = event.seq + 1;
         self.last_recorded_at_ms = event.recorded_at_ms;

@@ -710,14 +710,103 @@ fn consistency_and_since_tampering() {
         ORIGIN,
         &key(66),
     );
-    f.insert(SINCE.into(), forged.into_bytes());
+    f.insert(SINCE.into(), forged.clone().into_bytes());
     reseal(&mut f);
     let r = audit(&f, Some(w.trusted()));
     assert!(r.errors().any(|x| x.kind == FindingKind::CheckpointSignature && x.file.as_deref() == Some(SINCE)));
-    let mut f = clean;
+    let mut f = clean.clone();
     f.remove(CONSISTENCY);
     reseal(&mut f);
     assert_eq!(audit(&f, Some(w.trusted())).exit_code(), 4);
+    // A since.note by the ledger key, but of another origin.
+    let mut f = clean.clone();
+    let (old, _) = w.log.checkpoint_covering(9).unwrap();
+    let other = checkpoint::sign_note(
+        &Checkpoint {
+            origin: "other.example/log".into(),
+            ..old.clone()
+        }
+        .body(),
+        ORIGIN,
+        &key(1),
+    );
+    f.insert(SINCE.into(), other.into_bytes());
+    reseal(&mut f);
+    let r = audit(&f, Some(w.trusted()));
+    assert!(
+        r.errors()
+            .any(|x| x.kind == FindingKind::Consistency && x.file.as_deref() == Some(SINCE)),
+        "{:?}",
+        r.findings
+    );
+    // The manifest's since_size is not since.note's size.
+    let mut f = clean.clone();
+    let mut m: format::Manifest = serde_json::from_slice(&f[MANIFEST]).unwrap();
+    m.scope.since_size = Some(old.size - 1);
+    f.insert(MANIFEST.into(), serde_json::to_vec(&m).unwrap());
+    let r = audit(&f, Some(w.trusted()));
+    assert!(
+        r.errors()
+            .any(|x| x.kind == FindingKind::Inconsistent && x.file.as_deref() == Some(MANIFEST)),
+        "{:?}",
+        r.findings
+    );
+    // A forged since.note is found even when nothing else names it.
+    let mut f = clean;
+    f.remove(CONSISTENCY);
+    f.insert(SINCE.into(), forged.into_bytes());
+    let mut m: format::Manifest = serde_json::from_slice(&f[MANIFEST]).unwrap();
+    m.scope.since_size = None;
+    f.insert(MANIFEST.into(), serde_json::to_vec(&m).unwrap());
+    reseal(&mut f);
+    let r = audit(&f, Some(w.trusted()));
+    assert!(
+        r.errors()
+            .any(|x| x.kind == FindingKind::CheckpointSignature && x.file.as_deref() == Some(SINCE)),
+        "{:?}",
+        r.findings
+    );
+}
+
+#[test]
+fn a_second_registration_does_not_revive_a_revoked_key() {
+    // Given a misbehaving ledger that registers the revoked key again and
+    // lets it write,
+    let mut w = World::standard();
+    let payload = serde_json::json!({
+        "public_key": hex::encode(w.retired.verifying_key().to_bytes()),
+        "roles": [Role::Submitter],
+    });
+    let again = w.log.append_unchecked(
+        Statement::sign("key.registered", payload.to_string().into_bytes(), &w.admin),
+        T0 + 9000,
+    );
+    let write = w.log.append_unchecked(
+        Statement::sign("x-note", b"{\"revived\":1}".to_vec(), &w.retired),
+        T0 + 9001,
+    );
+    w.log.commit();
+    // when the whole log or a range from the registration is audited,
+    for opts in [
+        ExportOptions::default(),
+        ExportOptions {
+            from: Some(again),
+            ..Default::default()
+        },
+    ] {
+        let files = build(&w.log, &opts);
+        let r = audit(&files, Some(w.trusted()));
+        // then both events are refused: the key stays revoked.
+        for seq in [again, write] {
+            assert!(
+                r.errors()
+                    .any(|f| f.kind == FindingKind::Authority && f.seq == Some(seq)),
+                "seq {seq} not flagged ({opts:?}): {:?}",
+                r.findings
+            );
+        }
+        assert_eq!(r.exit_code(), 5);
+    }
 }
 
 #[test]

@@ -295,6 +295,16 @@ fn check_controls(text: &str) -> Result<(), NoteError> {
     }
 }
 
+/// Checks that `origin` can name a ledger: it is the first line of every
+/// checkpoint (not empty, no newline, no control character) and the name of
+/// the ledger's verifier key (no Unicode space, no `+`, so that
+/// `<name>+<hex8>+<base64>` splits one way). `docket init --origin`, the log's
+/// create and the admission of a `ledger.genesis` all hold an origin to this.
+pub fn check_origin(origin: &str) -> Result<(), NoteError> {
+    check_name(origin)?;
+    check_controls(origin)
+}
+
 fn check_name(name: &str) -> Result<(), NoteError> {
     if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c == '+') {
         return Err(NoteError::InvalidKeyName {

@@ -485,6 +485,13 @@ impl<M: StateMachine> Log<M> {
                 what: "a ledger in the data directory".into(),
             });
         }
+        // A bad origin is refused before anything is written.
+        if let Some(origin) = origin {
+            checkpoint::check_origin(origin).map_err(|e| LogError::Invalid {
+                what: "origin".into(),
+                violations: vec![e.to_string()],
+            })?;
+        }
         crate::store::create_dir_durably(dir)?;
         let ledger_key = keys::generate()?;
         let ledger_pub = hex::encode(ledger_key.verifying_key().to_bytes());

@@ -3,8 +3,9 @@
 //! In order: the manifest (format, self-containment, every file's SHA-256
 //! and size, no unlisted files); the verifier key (against `--trusted-key`,
 //! else self-asserted, a warning); the checkpoint's signed note; every
-//! event's framing and canonical decoding; every author signature (batched
-//! `verify_batch` on all cores, `verify_strict` inside a failing chunk);
+//! event's framing and canonical decoding; every author signature (the one
+//! rule of FORMAT.md §1.1, in batches on all cores, one by one inside a
+//! batch that fails);
 //! order, hash chain and ledger time; every inclusion proof, and the root
 //! itself when the bundle holds the whole log; each author's authority at
 //! its sequence number, rebuilt from the carried key events (the full
@@ -14,7 +15,8 @@
 //!
 //! Nothing stops at the first problem: every finding is listed with the
 //! file and sequence number it concerns, and the exit code is the most
-//! severe one (5 integrity > 4 missing > 3 summary mismatch > 2 malformed).
+//! severe one (5 integrity or malformed > 4 missing > 3 summary mismatch >
+//! 2 refused), omitted findings included.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -200,6 +202,9 @@ pub struct AuditReport {
     pub findings: Vec<Finding>,
     /// Findings beyond the listed ones (the list is capped).
     pub findings_omitted: u64,
+    /// The most severe exit code among the omitted error findings (0 when
+    /// none), so that the cap never lowers the audit's exit code.
+    pub findings_omitted_exit_code: u8,
 }
 
 impl AuditReport {
@@ -211,6 +216,7 @@ impl AuditReport {
             .map(|f| f.kind.exit_code())
             .max()
             .unwrap_or(0)
+            .max(self.findings_omitted_exit_code)
     }
 
     /// Whether any finding (error or warning) has this kind.
@@ -301,6 +307,10 @@ impl<'o> Auditor<'o> {
     ) {
         if self.report.findings.len() >= MAX_FINDINGS {
             self.report.findings_omitted += 1;
+            if severity == Severity::Error {
+                self.report.findings_omitted_exit_code =
+                    self.report.findings_omitted_exit_code.max(kind.exit_code());
+            }
             return;
         }
         self.report.findings.push(Finding {
@@ -367,8 +377,11 @@ impl<'o> Auditor<'o> {
         self.authority(&carried, key.as_ref(), &cp);
 
         // 7. Consistency.
-        if manifest.scope.since_size.is_some() || files.contains_key(CONSISTENCY) {
-            self.consistency(&files, key.as_ref(), &cp);
+        if manifest.scope.since_size.is_some()
+            || files.contains_key(CONSISTENCY)
+            || files.contains_key(SINCE)
+        {
+            self.consistency(&files, key.as_ref(), &cp, manifest.scope.since_size);
         }
 
         // 8. Blobs and retention.
@@ -1056,17 +1069,25 @@ impl<'o> Auditor<'o> {
                     seq: c.event.seq,
                     recorded_at_ms: c.event.recorded_at_ms,
                 };
-                if let Err(e) = state.admit(&c.event.statement(), &ctx) {
-                    self.error(
-                        FindingKind::Authority,
-                        Some(EVENTS),
-                        Some(c.event.seq),
-                        e.to_string(),
-                    );
+                match state.admit(&c.event.statement(), &ctx) {
+                    // Admitted: it folds as it did on the ledger.
+                    Ok(_) => {
+                        let _ = state.apply_partial(&c.event);
+                    }
+                    // Refused: the committer would not have appended it,
+                    // so it changes nothing (a refused re-registration must
+                    // not revive a revoked key); what follows is admitted
+                    // at its own position.
+                    Err(e) => {
+                        self.error(
+                            FindingKind::Authority,
+                            Some(EVENTS),
+                            Some(c.event.seq),
+                            e.to_string(),
+                        );
+                        state.pass_over(&c.event);
+                    }
                 }
-                // A refused event (reported above) may not fold; it changes
-                // nothing and what follows folds at its own position.
-                let _ = state.apply_partial(&c.event);
             }
             return;
         }
@@ -1096,21 +1117,45 @@ impl<'o> Auditor<'o> {
                 continue;
             }
             if let Some(reason) = role_violation(&folded.keys, e) {
-                let kind = if reason.starts_with("no registration") {
-                    if !missing_reported.insert(e.author) {
-                        let _ = folded.apply_partial(e);
-                        continue;
+                if reason.starts_with("no registration") {
+                    // The author's registration is not carried: judged
+                    // once per author; the event folds what it can.
+                    if missing_reported.insert(e.author) {
+                        self.error(
+                            FindingKind::MissingContext,
+                            Some(EVENTS),
+                            Some(e.seq),
+                            format!("{} by {}: {reason}", e.kind, hex::encode(e.author)),
+                        );
                     }
-                    FindingKind::MissingContext
+                    let _ = folded.apply_partial(e);
                 } else {
-                    FindingKind::Authority
-                };
+                    // Not authorised: it changes nothing (a key it
+                    // registers gains no role, a key it revokes stays).
+                    self.error(
+                        FindingKind::Authority,
+                        Some(EVENTS),
+                        Some(e.seq),
+                        format!("{} by {}: {reason}", e.kind, hex::encode(e.author)),
+                    );
+                    folded.pass_over(e);
+                }
+                continue;
+            }
+            // A second registration of a key the carried events already
+            // hold, or a second revocation: no ledger admits either, so it
+            // is reported, and it does not fold (§8). (A key named by a
+            // carried event may have its own key events uncarried: that is
+            // missing context, not a finding.)
+            if let Some(why) = repeated_key_event(&folded.keys, e) {
                 self.error(
-                    kind,
+                    FindingKind::Authority,
                     Some(EVENTS),
                     Some(e.seq),
-                    format!("{} by {}: {reason}", e.kind, hex::encode(e.author)),
+                    format!("{} by {}: {why}", e.kind, hex::encode(e.author)),
                 );
+                folded.pass_over(e);
+                continue;
             }
             let _ = folded.apply_partial(e);
         }
@@ -1121,18 +1166,26 @@ impl<'o> Auditor<'o> {
         files: &BTreeMap<String, Vec<u8>>,
         key: Option<&NoteVerifier>,
         cp: &Checkpoint,
+        since_size: Option<u64>,
     ) {
-        let (Some(since), Some(proof)) = (files.get(SINCE), files.get(CONSISTENCY)) else {
-            for f in [SINCE, CONSISTENCY] {
-                if !files.contains_key(f) {
-                    self.error(
-                        FindingKind::MissingFile,
-                        Some(f),
-                        None,
-                        "the manifest names a --since checkpoint, but this file is missing",
-                    );
-                }
+        for f in [SINCE, CONSISTENCY] {
+            let reported = self
+                .report
+                .findings
+                .iter()
+                .any(|x| x.kind == FindingKind::MissingFile && x.file.as_deref() == Some(f));
+            if !files.contains_key(f) && !reported {
+                self.error(
+                    FindingKind::MissingFile,
+                    Some(f),
+                    None,
+                    "the bundle claims a --since checkpoint (scope.since_size, since.note \
+                     or consistency.json), but this file is missing",
+                );
             }
+        }
+        // since.note is verified whenever it is there, proof or not.
+        let Some(since) = files.get(SINCE) else {
             return;
         };
         let Ok(since) = std::str::from_utf8(since) else {
@@ -1151,6 +1204,32 @@ impl<'o> Auditor<'o> {
                 return;
             }
             None => return,
+        };
+        if old.origin != cp.origin {
+            self.error(
+                FindingKind::Consistency,
+                Some(SINCE),
+                None,
+                format!(
+                    "since.note is a checkpoint of origin {:?}, checkpoint.note of {:?}",
+                    old.origin, cp.origin
+                ),
+            );
+        }
+        if since_size.is_some_and(|s| s != old.size) {
+            self.error(
+                FindingKind::Inconsistent,
+                Some(MANIFEST),
+                None,
+                format!(
+                    "the manifest's scope.since_size is {}, since.note's tree size {}",
+                    since_size.unwrap_or_default(),
+                    old.size
+                ),
+            );
+        }
+        let Some(proof) = files.get(CONSISTENCY) else {
+            return;
         };
         let p: ConsistencyFile = match serde_json::from_slice(proof) {
             Ok(p) => p,
@@ -1427,4 +1506,50 @@ fn role_violation(keys: &KeysProjection, e: &Event) -> Option<String> {
         return Some(format!("needs one of the roles {}", need.join(", ")));
     }
     None
+}
+
+/// Why `e` repeats a key event the carried log already holds: a
+/// registration of a key with a record, or a revocation of a revoked key.
+fn repeated_key_event(keys: &crate::keys::KeysProjection, e: &Event) -> Option<String> {
+    match e.kind.as_str() {
+        "key.registered" => {
+            let p = crate::keys::decode_registered(&e.payload).ok()?;
+            let existing = keys.keys.get(&p.public_key)?;
+            Some(format!(
+                "key {} is already registered (seq {})",
+                p.public_key, existing.registered_seq
+            ))
+        }
+        "key.revoked" => {
+            let p = crate::keys::decode_revoked(&e.payload).ok()?;
+            let at = keys.keys.get(&p.public_key)?.revoked_seq?;
+            Some(format!(
+                "key {} is already revoked (seq {at})",
+                p.public_key
+            ))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn findings_past_the_cap_still_set_the_exit_code() {
+        // Given an auditor whose list is full of "missing" findings (exit 4),
+        let options = AuditOptions::default();
+        let mut auditor = Auditor::new("b".into(), &options);
+        for seq in 0..MAX_FINDINGS as u64 {
+            auditor.error(FindingKind::MissingProof, Some(PROOFS), Some(seq), "x");
+        }
+        // when an integrity failure (exit 5) comes after the cap,
+        auditor.error(FindingKind::Signature, Some(EVENTS), Some(7), "bad");
+        let report = auditor.finish();
+        // then it is counted, not listed, and still decides the exit code.
+        assert_eq!(report.findings.len(), MAX_FINDINGS);
+        assert_eq!(report.findings_omitted, 1);
+        assert_eq!(report.exit_code(), 5);
+    }
 }

@@ -182,7 +182,7 @@ pub fn decode_decision(payload: &[u8], granted: bool) -> Result<ApprovalDecided>
     let at = f.timestamp("timestamp", true);
     let exp = f.timestamp("expires_at", false);
     f.text("reason", !granted, MAX_NOTE);
-    if !granted && map.contains_key("expires_at") {
+    if !granted && map.get("expires_at").is_some_and(|v| !v.is_null()) {
         f.violate("expires_at", "only a grant carries an expiry");
     }
     if let (Some(at), Some(exp)) = (at, exp)
@@ -262,6 +262,15 @@ pub fn admit_decision(
         return Err(LedgerError::FailedPrecondition(format!(
             "approval request {request_seq} has expired"
         )));
+    }
+    // As for a request: a grant that would be expired when it is recorded
+    // grants nothing.
+    if let Some(exp) = p.expires_at.as_deref().and_then(rfc3339_ms)
+        && exp < i128::from(ctx.recorded_at_ms)
+    {
+        return Err(LedgerError::FailedPrecondition(
+            "the grant's expires_at is already past (ledger time)".into(),
+        ));
     }
     Ok(())
 }

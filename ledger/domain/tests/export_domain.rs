@@ -251,6 +251,75 @@ fn vsa_export_signs_each_verdict_and_check() {
     reseal(&mut bad);
     let r = audit(&bad, Some(ledger.note_verifier().unwrap()));
     assert!(r.has(FindingKind::Attestation));
+    // Signed by the ledger key and bound to its entry, but saying something
+    // else: a FAIL attested as PASSED is caught, at the verdict's seq.
+    let failed_vsa = files
+        .keys()
+        .find(|k| {
+            k.ends_with(".vsa.dsse.json") && {
+                let env: vsa::Envelope = serde_json::from_slice(&files[*k]).unwrap();
+                let st: serde_json::Value =
+                    serde_json::from_slice(&vsa::verify(&env, &key).unwrap()).unwrap();
+                st["predicate"]["verificationResult"] == "FAILED"
+            }
+        })
+        .unwrap()
+        .clone();
+    let resign = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| -> Vec<u8> {
+        let env: vsa::Envelope = serde_json::from_slice(&files[name]).unwrap();
+        let mut st: serde_json::Value =
+            serde_json::from_slice(&vsa::verify(&env, &key).unwrap()).unwrap();
+        edit(&mut st);
+        let body = serde_json::to_vec(&st).unwrap();
+        let keyid = env.signatures[0].keyid.clone();
+        serde_json::to_vec(&vsa::sign(
+            ledger.ledger_key(),
+            &keyid,
+            vsa::PAYLOAD_TYPE,
+            &body,
+        ))
+        .unwrap()
+    };
+    let mut lie = files.clone();
+    lie.insert(
+        failed_vsa.clone(),
+        resign(&failed_vsa, &|st| {
+            st["predicate"]["verificationResult"] = "PASSED".into();
+            st["predicate"]["verifiedLevels"] = serde_json::json!(["DOCKET_VERDICT_PASS"]);
+        }),
+    );
+    reseal(&mut lie);
+    let r = audit(&lie, Some(ledger.note_verifier().unwrap()));
+    let seq: u64 = failed_vsa
+        .trim_start_matches("attestations/verdict-")
+        .trim_end_matches(".vsa.dsse.json")
+        .parse()
+        .unwrap();
+    assert!(
+        r.errors()
+            .any(|f| f.kind == FindingKind::Attestation && f.seq == Some(seq)),
+        "{:?}",
+        r.findings
+    );
+    // Two genuine attestations under each other's names are caught too.
+    let mut swapped = files.clone();
+    let names: Vec<String> = files
+        .keys()
+        .filter(|k| k.ends_with(".vsa.dsse.json"))
+        .cloned()
+        .collect();
+    swapped.insert(names[0].clone(), files[&names[1]].clone());
+    swapped.insert(names[1].clone(), files[&names[0]].clone());
+    reseal(&mut swapped);
+    let r = audit(&swapped, Some(ledger.note_verifier().unwrap()));
+    assert_eq!(
+        r.errors()
+            .filter(|f| f.kind == FindingKind::Attestation)
+            .count(),
+        2,
+        "{:?}",
+        r.findings
+    );
     let _ = MANIFEST;
 }
 

@@ -1357,6 +1357,8 @@ impl<'o> Auditor<'o> {
         carried: &[Carried],
     ) {
         let leaves: BTreeMap<u64, Hash> = carried.iter().map(|c| (c.event.seq, c.leaf)).collect();
+        let events: BTreeMap<u64, &Event> =
+            carried.iter().map(|c| (c.event.seq, &c.event)).collect();
         let prefix = format!("docket://{}/log/", cp.origin);
         for (path, bytes) in files.range(ATTESTATIONS_DIR.to_string()..) {
             if !path.starts_with(ATTESTATIONS_DIR) {
@@ -1411,7 +1413,7 @@ impl<'o> Auditor<'o> {
                 .and_then(|r| r.as_array())
                 .cloned()
                 .unwrap_or_default();
-            let mut bound = false;
+            let mut bound = None;
             for r in refs {
                 let (Some(uri), Some(d)) = (
                     r.get("uri").and_then(|u| u.as_str()),
@@ -1428,7 +1430,7 @@ impl<'o> Auditor<'o> {
                     continue;
                 };
                 match leaves.get(&seq) {
-                    Some(leaf) if format::parse_hash(d) == Some(*leaf) => bound = true,
+                    Some(leaf) if format::parse_hash(d) == Some(*leaf) => bound = Some(seq),
                     _ => self.error(
                         FindingKind::Attestation,
                         Some(path),
@@ -1437,13 +1439,20 @@ impl<'o> Auditor<'o> {
                     ),
                 }
             }
-            if !bound {
+            let Some(seq) = bound else {
                 self.error(
                     FindingKind::Attestation,
                     Some(path),
                     None,
                     "not bound to any carried log entry",
                 );
+                continue;
+            };
+            // Signed by the ledger key and bound to an entry is not enough:
+            // it must say what that entry says (subject, result, tests),
+            // under the file name the exporter gives it.
+            if let Some(why) = attestation_disagrees(path, &st, events[&seq], &cp.origin) {
+                self.error(FindingKind::Attestation, Some(path), Some(seq), why);
             }
         }
     }
@@ -1506,6 +1515,49 @@ fn role_violation(keys: &KeysProjection, e: &Event) -> Option<String> {
         return Some(format!("needs one of the roles {}", need.join(", ")));
     }
     None
+}
+
+/// Why the signed statement `st` of the attestation file `path` is not the
+/// statement the exporter makes for `event` under that file name
+/// (`vsa::statements_for`), compared as JSON values without
+/// `predicate.verifier.version` (the exporting Docket's version); `None`
+/// when it is.
+fn attestation_disagrees(
+    path: &str,
+    st: &serde_json::Value,
+    event: &Event,
+    origin: &str,
+) -> Option<String> {
+    let stem = path
+        .strip_prefix(ATTESTATIONS_DIR)
+        .and_then(|p| p.strip_suffix(".dsse.json"))
+        .unwrap_or(path);
+    let Some((_, expected)) = vsa::statements_for(event, origin)
+        .into_iter()
+        .find(|(s, _)| s == stem)
+    else {
+        return Some(format!(
+            "event {} ({}) has no attestation named {stem}",
+            event.seq, event.kind
+        ));
+    };
+    let without_version = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        if let Some(verifier) = v
+            .get_mut("predicate")
+            .and_then(|p| p.get_mut("verifier"))
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            verifier.remove("version");
+        }
+        v
+    };
+    (without_version(st) != without_version(&expected)).then(|| {
+        format!(
+            "does not say what event {} says (subject, predicate or result differ)",
+            event.seq
+        )
+    })
 }
 
 /// Why `e` repeats a key event the carried log already holds: a

@@ -124,105 +124,10 @@ pub fn attestations(
 ) -> Result<Vec<(String, Vec<u8>)>, ExportError> {
     let key = source.ledger_key();
     let keyid = source.verifier_key();
-    let origin = &cp.origin;
-    let mut out = Vec::new();
-    for e in events {
-        let is_verdict = matches!(
-            e.kind.as_str(),
-            "verdict.issued" | "verdict.imported" | "verdict.deadline_passed"
-        );
-        let is_check = e.kind == "check.recorded";
-        if !is_verdict && !is_check {
-            continue;
-        }
-        let Ok(payload) = serde_json::from_slice::<serde_json::Value>(&e.payload) else {
-            continue;
-        };
-        let task = payload
-            .get("task_id")
-            .and_then(|t| t.as_str())
-            .unwrap_or("unknown");
-        let leaf = hex::encode(e.leaf_hash());
-        let payload_digest = hex::encode(super::writer::sha256(&e.payload));
-        let log_entry = json!({
-            "uri": format!("docket://{origin}/log/{}", e.seq),
-            "digest": {"sha256": leaf},
-        });
-        let subject = json!([{
-            "name": format!("docket://{origin}/tasks/{task}/{}/{}", e.kind, e.seq),
-            "digest": {"sha256": payload_digest},
-        }]);
-        let verifier_id = format!("docket://{origin}/keys/{}", hex::encode(e.author));
-        if is_verdict {
-            let pass = payload.get("verdict").and_then(|v| v.as_str()) == Some("PASS");
-            // Verdict provenance: the engine's name and version next to
-            // Docket's, and its rule-set digest (docs/DOMAIN.md §3.10).
-            let mut version = json!({"docket": env!("CARGO_PKG_VERSION")});
-            let engine = payload.get("engine").cloned();
-            if let Some(en) = &engine
-                && let (Some(n), Some(v)) = (
-                    en.get("name").and_then(|x| x.as_str()),
-                    en.get("version").and_then(|x| x.as_str()),
-                )
-            {
-                version[n] = json!(v);
-            }
-            let mut statement = json!({
-                "_type": STATEMENT_TYPE,
-                "subject": subject,
-                "predicateType": VSA_PREDICATE,
-                "predicate": {
-                    "verifier": {
-                        "id": verifier_id,
-                        "version": {"docket": env!("CARGO_PKG_VERSION")},
-                    },
-                    "timeVerified": rfc3339(e.recorded_at_ms),
-                    "resourceUri": format!("docket://{origin}/tasks/{task}"),
-                    "policy": {"uri": format!("docket://{origin}/tasks/{task}/contract")},
-                    "inputAttestations": [log_entry],
-                    "verificationResult": if pass { "PASSED" } else { "FAILED" },
-                    "verifiedLevels": [if pass { "DOCKET_VERDICT_PASS" } else { "FAILED" }],
-                    "slsaVersion": "1.0",
-                },
-            });
-            if let Some(en) = engine {
-                statement["predicate"]["verifier"]["engine"] = en;
-            }
-            out.push((format!("verdict-{}.vsa", e.seq), statement));
-        }
-        let checks = checks_of(&payload);
-        if !checks.is_empty() || is_check {
-            let mut passed = Vec::new();
-            let mut failed = Vec::new();
-            for (name, ok) in &checks {
-                if *ok {
-                    passed.push(name.clone());
-                } else {
-                    failed.push(name.clone());
-                }
-            }
-            let result = if failed.is_empty() && !passed.is_empty() {
-                "PASSED"
-            } else {
-                "FAILED"
-            };
-            let statement = json!({
-                "_type": STATEMENT_TYPE,
-                "subject": subject,
-                "predicateType": TEST_RESULT_PREDICATE,
-                "predicate": {
-                    "result": result,
-                    "configuration": [log_entry],
-                    "url": format!("docket://{origin}/log/{}", e.seq),
-                    "passedTests": passed,
-                    "warnedTests": [],
-                    "failedTests": failed,
-                },
-            });
-            let stem = if is_verdict { "verdict" } else { "check" };
-            out.push((format!("{stem}-{}.test-result", e.seq), statement));
-        }
-    }
+    let out: Vec<(String, serde_json::Value)> = events
+        .iter()
+        .flat_map(|e| statements_for(e, &cp.origin))
+        .collect();
     Ok(out
         .into_iter()
         .map(|(stem, statement)| {
@@ -233,6 +138,111 @@ pub fn attestations(
             (format!("{ATTESTATIONS_DIR}{stem}.dsse.json"), bytes)
         })
         .collect())
+}
+
+/// The in-toto statements `--format vsa` makes for one event, with the
+/// file stem of each (`verdict-SEQ.vsa`, `verdict-SEQ.test-result`,
+/// `check-SEQ.test-result`): none for other kinds. A function of the event
+/// and the origin alone, so that an audit can rebuild what an attestation
+/// must say and compare.
+pub fn statements_for(e: &Event, origin: &str) -> Vec<(String, serde_json::Value)> {
+    let mut out = Vec::new();
+    let is_verdict = matches!(
+        e.kind.as_str(),
+        "verdict.issued" | "verdict.imported" | "verdict.deadline_passed"
+    );
+    let is_check = e.kind == "check.recorded";
+    if !is_verdict && !is_check {
+        return out;
+    }
+    let Ok(payload) = serde_json::from_slice::<serde_json::Value>(&e.payload) else {
+        return out;
+    };
+    let task = payload
+        .get("task_id")
+        .and_then(|t| t.as_str())
+        .unwrap_or("unknown");
+    let leaf = hex::encode(e.leaf_hash());
+    let payload_digest = hex::encode(super::writer::sha256(&e.payload));
+    let log_entry = json!({
+        "uri": format!("docket://{origin}/log/{}", e.seq),
+        "digest": {"sha256": leaf},
+    });
+    let subject = json!([{
+        "name": format!("docket://{origin}/tasks/{task}/{}/{}", e.kind, e.seq),
+        "digest": {"sha256": payload_digest},
+    }]);
+    let verifier_id = format!("docket://{origin}/keys/{}", hex::encode(e.author));
+    if is_verdict {
+        let pass = payload.get("verdict").and_then(|v| v.as_str()) == Some("PASS");
+        // Verdict provenance: the engine's name and version next to
+        // Docket's, and its rule-set digest (docs/DOMAIN.md §3.10).
+        let mut version = json!({"docket": env!("CARGO_PKG_VERSION")});
+        let engine = payload.get("engine").cloned();
+        if let Some(en) = &engine
+            && let (Some(n), Some(v)) = (
+                en.get("name").and_then(|x| x.as_str()),
+                en.get("version").and_then(|x| x.as_str()),
+            )
+        {
+            version[n] = json!(v);
+        }
+        let mut statement = json!({
+            "_type": STATEMENT_TYPE,
+            "subject": subject,
+            "predicateType": VSA_PREDICATE,
+            "predicate": {
+                "verifier": {
+                    "id": verifier_id,
+                    "version": version,
+                },
+                "timeVerified": rfc3339(e.recorded_at_ms),
+                "resourceUri": format!("docket://{origin}/tasks/{task}"),
+                "policy": {"uri": format!("docket://{origin}/tasks/{task}/contract")},
+                "inputAttestations": [log_entry],
+                "verificationResult": if pass { "PASSED" } else { "FAILED" },
+                "verifiedLevels": [if pass { "DOCKET_VERDICT_PASS" } else { "FAILED" }],
+                "slsaVersion": "1.0",
+            },
+        });
+        if let Some(en) = engine {
+            statement["predicate"]["verifier"]["engine"] = en;
+        }
+        out.push((format!("verdict-{}.vsa", e.seq), statement));
+    }
+    let checks = checks_of(&payload);
+    if !checks.is_empty() || is_check {
+        let mut passed = Vec::new();
+        let mut failed = Vec::new();
+        for (name, ok) in &checks {
+            if *ok {
+                passed.push(name.clone());
+            } else {
+                failed.push(name.clone());
+            }
+        }
+        let result = if failed.is_empty() && !passed.is_empty() {
+            "PASSED"
+        } else {
+            "FAILED"
+        };
+        let statement = json!({
+            "_type": STATEMENT_TYPE,
+            "subject": subject,
+            "predicateType": TEST_RESULT_PREDICATE,
+            "predicate": {
+                "result": result,
+                "configuration": [log_entry],
+                "url": format!("docket://{origin}/log/{}", e.seq),
+                "passedTests": passed,
+                "warnedTests": [],
+                "failedTests": failed,
+            },
+        });
+        let stem = if is_verdict { "verdict" } else { "check" };
+        out.push((format!("{stem}-{}.test-result", e.seq), statement));
+    }
+    out
 }
 
 /// `(name, passed)` of each check in a verdict or check payload: a `checks`

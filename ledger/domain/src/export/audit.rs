@@ -1116,10 +1116,10 @@ impl<'o> Auditor<'o> {
                 let _ = folded.apply_partial(e);
                 continue;
             }
-            if let Some(reason) = role_violation(&folded.keys, e) {
-                if reason.starts_with("no registration") {
-                    // The author's registration is not carried: judged
-                    // once per author; the event folds what it can.
+            let refusal = match role_violation(&folded.keys, e) {
+                // The author's registration is not carried: judged once
+                // per author; the event folds what it can.
+                Some(reason) if reason.starts_with("no registration") => {
                     if missing_reported.insert(e.author) {
                         self.error(
                             FindingKind::MissingContext,
@@ -1128,26 +1128,18 @@ impl<'o> Auditor<'o> {
                             format!("{} by {}: {reason}", e.kind, hex::encode(e.author)),
                         );
                     }
-                    let _ = folded.apply_partial(e);
-                } else {
-                    // Not authorised: it changes nothing (a key it
-                    // registers gains no role, a key it revokes stays).
-                    self.error(
-                        FindingKind::Authority,
-                        Some(EVENTS),
-                        Some(e.seq),
-                        format!("{} by {}: {reason}", e.kind, hex::encode(e.author)),
-                    );
-                    folded.pass_over(e);
+                    None
                 }
-                continue;
-            }
-            // A second registration of a key the carried events already
-            // hold, or a second revocation: no ledger admits either, so it
-            // is reported, and it does not fold (§8). (A key named by a
-            // carried event may have its own key events uncarried: that is
-            // missing context, not a finding.)
-            if let Some(why) = repeated_key_event(&folded.keys, e) {
+                // Not authorised, or a second registration of a key the
+                // carried events already hold, or a second revocation (no
+                // ledger admits either; a key whose own key events are not
+                // carried is missing context, not a finding).
+                Some(reason) => Some(reason),
+                None => repeated_key_event(&folded.keys, e),
+            };
+            if let Some(why) = refusal {
+                // Refused: it changes nothing (a key it registers gains no
+                // role, a key it revokes stays, §8).
                 self.error(
                     FindingKind::Authority,
                     Some(EVENTS),

@@ -304,7 +304,8 @@ class Violations:
 # --------------------------------------------------------------------------
 # Shared vocabulary
 # --------------------------------------------------------------------------
-ROLE_ORDER = ["admin", "submitter", "verifier", "approver", "custodian", "gateway", "auditor"]
+# DOMAIN.md §1 "Roles" / §4.4: admin, submitter, verifier, approver, custodian, auditor, gateway
+ROLE_ORDER = ["admin", "submitter", "verifier", "approver", "custodian", "auditor", "gateway"]
 X_ROLES = ["admin", "submitter", "verifier", "approver", "custodian", "gateway"]
 KIND_ROLES = {
     "ledger.genesis": None,
@@ -800,8 +801,6 @@ def dec_key_registered(doc, v):
         for r in roles:
             if r not in ROLE_ORDER:
                 v.field("roles", "unknown role %s" % r)
-        if len(set(roles)) != len(roles):
-            v.field("roles", "a role is listed twice")
     for f in ("not_before_ms", "not_after_ms"):
         if f in doc and doc[f] is not None and (not is_int(doc[f]) or doc[f] < 0):
             v.field(f, "must be a non-negative integer")
@@ -1366,8 +1365,11 @@ def expiry_decision(st, oid, now_ms):
 # --------------------------------------------------------------------------
 # Admission: DOMAIN.md sections 1.2, 1.3, 8
 # --------------------------------------------------------------------------
-def admit(st, seq, t, kind, author, payload, signature):
-    """Raises Refused or returns the decoded payload (dict / None for x- kinds)."""
+def admit(st, seq, t, kind, author, payload, signature, check_signature=True):
+    """Raises Refused or returns the decoded payload (dict / None for x- kinds).
+
+    check_signature=False: BUNDLE.md §10 step 7 re-admits with DOMAIN.md §8
+    steps 2-5 only (the author signature is BUNDLE.md §4.2's own finding)."""
     a = author.hex()
     # 1. shape and authority
     if len(payload) > MAX_PAYLOAD:
@@ -1376,7 +1378,7 @@ def admit(st, seq, t, kind, author, payload, signature):
         raise Refused("invalid", "kind outside the alphabet")
     if kind not in KIND_ROLES and not kind.startswith("x-"):
         raise Refused("invalid", "unknown kind %s" % kind)
-    err = verify_sig(author, signing_message(kind, payload), signature)
+    err = verify_sig(author, signing_message(kind, payload), signature) if check_signature else None
     if err:
         raise Refused("unauthenticated", "signature does not verify (%s)" % err)
     if seq == 0 and kind != "ledger.genesis":
@@ -1405,7 +1407,7 @@ def rule_genesis(st, seq, t, a, doc, dec, payload, author):
     if doc["admin_key"] == doc["ledger_key"]:
         v.field("admin_key", "must differ from ledger_key")
     o = doc["origin"]
-    if not o or "\n" in o or "\r" in o or not o.strip():
+    if not o or "\n" in o:
         v.field("origin", "must be one non-empty line")
     v.raise_if_any()
 
@@ -1473,9 +1475,9 @@ def rule_submission(st, seq, t, a, doc, dec, payload, author):
             raise Refused("invalid", "evidence_oids: two OIDs have the artifact name %s (%s, %s)" % (n, names[n], o))
         names[n] = o
     for o in doc["evidence_oids"]:
-        if st.oids[o]["state"] == "expired":
-            raise Refused("failed_precondition", "the content of evidence OID %s is expired (event %d)"
-                          % (o, st.oids[o]["removal"]["seq"]))
+        if st.oids[o]["state"] != "live":
+            raise Refused("failed_precondition", "evidence %s is %s (content removed at seq %d)"
+                          % (o, st.oids[o]["state"], st.oids[o]["removal"]["seq"]))
 
 
 def rule_check(st, seq, t, a, doc, dec, payload, author):
@@ -1513,7 +1515,7 @@ def rule_verdict(st, seq, t, a, doc, dec, payload, author):
 def imported_oids(author, payload, doc, t):
     dg = statement_digest(author, "verdict.imported", payload)
     files = ([doc["verdict_json"]] if doc.get("verdict_json") is not None else []) + list(doc.get("artifacts") or [])
-    # GUESS: index 0 is verdict.json only when there is one (DOMAIN.md 3.9 does not say)
+    # DOMAIN.md §3.9: index 0 is verdict.json when verdict_json is not null, then the artifacts
     return [(mint_imported_oid(dg, i, t), f) for i, f in enumerate(files)]
 
 
@@ -1526,10 +1528,8 @@ def rule_imported(st, seq, t, a, doc, dec, payload, author):
         if given is not None:
             raise Refused("not_found", "task %s has no submission %d" % (task["task_id"], given))
     else:
-        if given is None:
-            # GUESS: the doc says "absent when it has none"; code for absent-with-submissions unknown
-            raise Refused("failed_precondition", "task %s has submission %d: submission_seq must name it" % (task["task_id"], latest))
-        judged_submission(task, given)
+        if given is not None:  # DOMAIN.md §3.9: absent is always allowed
+            judged_submission(task, given)
     for oid, _ in imported_oids(author, payload, doc, t):
         if oid in st.oids:
             raise Refused("already_exists", "evidence OID %s is already registered" % oid)
@@ -1551,13 +1551,9 @@ def rule_deadline(st, seq, t, a, doc, dec, payload, author):
         raise Refused("failed_precondition", "task %s has a verdict (event %d)" % (task["task_id"], task["verdict"]["seq"]))
     latest = latest_submission(task)
     given = doc.get("submission_seq")
-    if latest is None and given is not None:
-        raise Refused("not_found", "task %s has no submission %d" % (task["task_id"], given))
-    if latest is not None:
-        if given is None:
-            # GUESS: DOMAIN.md 3.9 says only "the task's latest submission; absent when it has none"
-            raise Refused("failed_precondition", "submission_seq must name the latest submission %d" % latest)
-        judged_submission(task, given)
+    if given != latest:  # DOMAIN.md §3.9 step 7: also for unknown or older numbers
+        raise Refused("failed_precondition", "submission_seq must name the task's latest submission (%s)"
+                      % ("none" if latest is None else latest))
 
 
 def rule_approval_requested(st, seq, t, a, doc, dec, payload, author):
@@ -1590,6 +1586,8 @@ def rule_approval_decided(st, seq, t, a, doc, dec, payload, author):
         raise Refused("failed_precondition", "approval request %d was already %s" % (doc["request_seq"], req["state"]))
     if req["expires_at_ms"] is not None and t > req["expires_at_ms"]:
         raise Refused("failed_precondition", "approval request %d has expired" % doc["request_seq"])
+    if doc.get("expires_at") is not None and parse_rfc3339(doc["expires_at"]) < t:
+        raise Refused("failed_precondition", "the grant's expires_at is already past")
 
 
 def _registered_oid(st, oid):
@@ -1736,6 +1734,9 @@ def state_digest(task):
 
 
 def _history(task, seq, kind, t, reason_code=None):
+    # DOMAIN.md §4.1 "History": reason_code is the current verdict's after the event
+    # (non-null only for a verdict.issued naming one), whatever the entry's kind.
+    reason_code = task["verdict"]["reason_code"] if task["verdict"] is not None else None
     before = task["state_digest"] if task["history"] else None
     after = state_digest(task)
     task["history"].append({"after": after, "at_ms": t, "before": before, "kind": kind,
@@ -1746,6 +1747,17 @@ def _history(task, seq, kind, t, reason_code=None):
 def _join_submitters(task, a):
     if a not in task["submitters"]:
         task["submitters"].append(a)
+        task["submitters"].sort()  # DOMAIN.md §4.1: sorted
+
+
+def _roles(rs):
+    """Without repetition, in the order of DOMAIN.md §1."""
+    return [r for r in ROLE_ORDER if r in rs]
+
+
+def _sub_or_latest(doc, task):
+    s = doc.get("submission_seq")
+    return latest_submission(task) if s is None else s
 
 
 def fold(st, seq, t, kind, author, payload, doc):
@@ -1759,13 +1771,13 @@ def fold(st, seq, t, kind, author, payload, doc):
         st.origin, st.ledger_key = doc["origin"], doc["ledger_key"]
         base = {"label": None, "not_after_ms": None, "not_before_ms": None, "registered_by": doc["ledger_key"],
                 "registered_seq": 0, "revoked_reason": None, "revoked_seq": None}
-        st.keys[doc["ledger_key"]] = dict(base, roles=list(doc["ledger_roles"]))
+        st.keys[doc["ledger_key"]] = dict(base, roles=_roles(doc["ledger_roles"]))
         st.keys[doc["admin_key"]] = dict(base, roles=["admin"], label="genesis admin")
     elif kind == "key.registered":
         st.keys[doc["public_key"]] = {"label": doc.get("label"), "not_after_ms": doc.get("not_after_ms"),
                                       "not_before_ms": doc.get("not_before_ms"), "registered_by": a,
                                       "registered_seq": seq, "revoked_reason": None, "revoked_seq": None,
-                                      "roles": list(doc["roles"])}
+                                      "roles": _roles(doc["roles"])}
     elif kind == "key.revoked":
         st.keys[doc["public_key"]]["revoked_seq"] = seq
         st.keys[doc["public_key"]]["revoked_reason"] = doc.get("reason")
@@ -1813,12 +1825,12 @@ def fold(st, seq, t, kind, author, payload, doc):
         _history(task, seq, kind, t)
     elif kind == "check.recorded":
         task = st.tasks[canonical_task_id(doc["task_id"])]
-        sub = doc.get("submission_seq", latest_submission(task))
+        sub = _sub_or_latest(doc, task)
         task["checks"][doc["name"]] = {"by": a, "passed": doc["passed"], "seq": seq, "submission_seq": sub}
         _history(task, seq, kind, t)
     elif kind == "verdict.issued":
         task = st.tasks[canonical_task_id(doc["task_id"])]
-        sub = doc.get("submission_seq", latest_submission(task))
+        sub = _sub_or_latest(doc, task)
         for name, passed in (doc.get("checks") or {}).items():
             cur = task["checks"].get(name)
             if cur is not None and cur["passed"] == passed and cur["submission_seq"] == sub:
@@ -1841,11 +1853,14 @@ def fold(st, seq, t, kind, author, payload, doc):
                        "registered_seq": seq, "removal": None, "retention_class": cls, "sha256": f["sha256"],
                        "size": f["size"], "state": "live", "task_id": task["task_id"]}
                 st.oids[oid] = rec
-                task["evidence"].append(oid)  # GUESS: doc does not say whether imported OIDs join `evidence`
+                task["evidence"].append(oid)  # DOMAIN.md §4.1 `evidence`, §8.1
                 minted.append(oid)
         task["verdict"] = {"at_ms": t, "by": a, "evidence_oids": minted, "fail_class": doc.get("fail_class"),
                            "reason_code": None, "seq": seq, "sha256": hashlib.sha256(payload).hexdigest(),
-                           "submission_seq": doc.get("submission_seq", 0), "verdict": doc["verdict"]}
+                           "submission_seq": (doc.get("submission_seq") if doc.get("submission_seq") is not None
+                                              else (latest_submission(task) if latest_submission(task) is not None
+                                                    else 0)),
+                           "verdict": doc["verdict"]}
         task["status"] = "pass" if doc["verdict"] == "PASS" else "fail"
         _history(task, seq, kind, t)
     elif kind == "approval.requested":
@@ -1898,11 +1913,94 @@ def fold(st, seq, t, kind, author, payload, doc):
     elif kind == "evidence.expired":
         rec = st.oids[doc["oid"]]
         reason = doc.get("reason") or "expired under the %s retention class" % rec["retention_class"]
-        if rec["removal"] is None:
-            rec["removal"] = {"at_ms": t, "reason": reason, "redacted_sha256": None, "redacted_size": None, "seq": seq}
+        # BUNDLE.md §8: an expiry replaces `removal`, redacted_* null, also for a redacted OID
+        rec["removal"] = {"at_ms": t, "reason": reason, "redacted_sha256": None, "redacted_size": None, "seq": seq}
         rec["state"] = "expired"
         if doc.get("sweep_seq") is not None and str(doc["sweep_seq"]) in st.sweeps:
             st.sweeps[str(doc["sweep_seq"])]["expired"] += 1
+
+
+# --------------------------------------------------------------------------
+# Folds without admission (BUNDLE.md §8, DOMAIN.md §1 "apply_partial", §8.1)
+# --------------------------------------------------------------------------
+RETENTION_OID_KINDS = ("retention.pinned", "retention.unpinned", "retention.reclassified",
+                       "retention.redacted", "evidence.expired")
+
+
+def decode_payload(kind, payload):
+    """Payload::decode (DOMAIN.md §1.2 step 7): the decoded JSON object, or None."""
+    v = Violations()
+    try:
+        doc = load_json_object(payload, v)
+        DECODERS[kind](doc, v)
+        return doc
+    except Refused:
+        return None
+    except Exception:  # a payload this checker cannot even look at does not decode
+        return None
+
+
+def fold_unadmitted(st, seq, t, kind, author, payload):
+    """Folds one event with no admission, as a bundle's summary does (BUNDLE.md
+    §8): an event whose kind or payload does not decode, or that names a task,
+    OID, request or key the folded events did not create, changes nothing.
+    Returns True when the event changed the state."""
+    if kind.startswith("x-"):
+        return False
+    if kind not in KIND_ROLES:
+        return False
+    doc = decode_payload(kind, payload)
+    if doc is None:
+        return False
+    if kind == "key.registered":
+        if doc["public_key"] in st.keys:  # a second registration changes nothing (BUNDLE.md §8)
+            return False
+    elif kind == "key.revoked":
+        rec = st.keys.get(doc["public_key"])
+        if rec is None or rec["revoked_seq"] is not None:
+            return False
+    elif kind == "task.registered":
+        # GUESS (BUNDLE.md §8 silent): a second registration of one task id changes nothing
+        if canonical_task_id(doc["task_id"]) in st.tasks:
+            return False
+    elif kind in RETENTION_OID_KINDS:
+        if doc["oid"] not in st.oids:
+            return False
+    elif kind not in ("ledger.genesis", "retention.policy_set", "retention.sweep"):
+        task = st.tasks.get(canonical_task_id(doc.get("task_id")))
+        if task is None:
+            return False
+        if kind == "evidence.registered":
+            if mint_oid(statement_digest(author, kind, payload), t) in st.oids:
+                return False
+        elif kind in ("check.recorded", "verdict.issued"):
+            # GUESS (BUNDLE.md §8 silent): with no submission_seq and no carried
+            # submission there is nothing to attach the check/verdict to
+            if _sub_or_latest(doc, task) is None:
+                return False
+        elif kind == "verdict.imported":
+            if any(o in st.oids for o, _ in imported_oids(author, payload, doc, t)):
+                return False
+        elif kind in ("approval.granted", "approval.denied"):
+            if str(doc["request_seq"]) not in task["approvals"]:
+                return False
+    try:
+        fold(st, seq, t, kind, author, payload, doc)
+    except Exception:  # pragma: no cover -- a fold that fails must change nothing
+        raise
+    return True
+
+
+def summary_projections(events):
+    """events: (seq, recorded_at_ms, kind, author bytes, payload bytes) in
+    sequence order. Returns (keys, tasks, oids, state) as BUNDLE.md §8 writes
+    them in summary.json."""
+    st = State()
+    for seq, t, kind, author, payload in events:
+        fold_unadmitted(st, seq, t, kind, author, payload)
+    keys = {h: {"roles": r["roles"], "registered_seq": r["registered_seq"], "revoked_seq": r["revoked_seq"]}
+            for h, r in st.keys.items()}
+    return keys, st.tasks, st.oids, st
 
 
 # --------------------------------------------------------------------------

@@ -461,7 +461,7 @@ class Checkpoint:
 
 def parse_checkpoint_body(body: str) -> Checkpoint:
     for ch in body:
-        if (ord(ch) < 0x20 and ch != "\n") or ord(ch) == 0x7F:
+        if ord(ch) < 0x20 and ch != "\n":  # FORMAT.md §8.4: C0 only; DEL and C1 pass
             raise NoteError("control character")
     if not body.endswith("\n"):
         raise NoteError("body does not end in a newline")
@@ -514,3 +514,164 @@ def imported_oid(author: bytes, kind: bytes, payload: bytes, recorded_at_ms: int
     inner = sha256(b"docket/v1/imported-evidence\x00" + dig + struct.pack(">Q", i))
     rnd = sha256(b"docket/v1/oid\x00" + inner)[:10]
     return ulid(recorded_at_ms, rnd)
+
+
+# ---------------------------------------------------------------------------
+# FORMAT.md §1.2: the strict rule (ledger-key signatures: checkpoints, since.note,
+# DSSE attestations) -- ed25519-dalek verify_strict, cofactorless, lenient decoding
+# ---------------------------------------------------------------------------
+
+def decode_point_lenient(b: bytes):
+    """FORMAT.md §1.2 step 2: y taken mod p, x = 0 with the sign bit set is
+    not a failure; fails only when there is no square root."""
+    if len(b) != 32:
+        return None
+    n = int.from_bytes(b, "little")
+    sign = n >> 255
+    y = (n & ((1 << 255) - 1)) % P
+    x2 = (y * y - 1) * pow(D * y * y + 1, P - 2, P) % P
+    if x2 == 0:
+        x = 0
+    else:
+        x = pow(x2, (P + 3) // 8, P)
+        if (x * x - x2) % P != 0:
+            x = x * SQRT_M1 % P
+        if (x * x - x2) % P != 0:
+            return None
+        if (x & 1) != sign:
+            x = P - x
+    return (x, y, 1, x * y % P)
+
+
+def encode_point(pt) -> bytes:
+    x, y, z, _ = pt
+    zi = pow(z, P - 2, P)
+    x, y = x * zi % P, y * zi % P
+    return (y | ((x & 1) << 255)).to_bytes(32, "little")
+
+
+def _small_order(pt) -> bool:
+    v = pt
+    for _ in range(3):
+        v = _add(v, v)
+    return _is_identity(v)
+
+
+def verify_strict(pub: bytes, msg: bytes, sig: bytes) -> bool:
+    """FORMAT.md §1.2: True when the signature verifies under the strict rule."""
+    if len(sig) != 64 or len(pub) != 32:
+        return False
+    r_bytes, s_bytes = sig[:32], sig[32:]
+    s = int.from_bytes(s_bytes, "little")
+    if s >= L:
+        return False
+    a_pt = decode_point_lenient(pub)
+    r_pt = decode_point_lenient(r_bytes)
+    if a_pt is None or r_pt is None:
+        return False
+    if _small_order(a_pt) or _small_order(r_pt):
+        return False
+    k = int.from_bytes(hashlib.sha512(r_bytes + pub + msg).digest(), "little") % L
+    return encode_point(_add(_mul(s, B_POINT), _neg(_mul(k, a_pt)))) == r_bytes
+
+
+# Rust char::is_whitespace (Unicode White_Space), FORMAT.md §8.5
+_WHITE = set("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000") | {chr(c) for c in range(0x2000, 0x200B)}
+
+
+def valid_key_name_fmt(name: str) -> bool:
+    return bool(name) and "+" not in name and not any(c in _WHITE for c in name)
+
+
+def parse_vkey_fmt(text: str):
+    """FORMAT.md §8.6 exactly (NoteVerifier::parse): upper-case key ID accepted,
+    lenient point decoding. Returns (VerifierKey, canonical_text)."""
+    parts = text.split("+", 2)
+    if len(parts) != 3:
+        raise NoteError("MalformedVerifierKey: missing '+'")
+    name, hid, b64 = parts
+    if not valid_key_name_fmt(name):
+        raise NoteError("InvalidKeyName")
+    if not re.fullmatch(r"[0-9a-fA-F]{8}", hid):
+        raise NoteError("MalformedVerifierKey: key ID is not 8 hex digits")
+    try:
+        raw = b64_strict(b64)
+    except (ValueError, binascii.Error) as e:
+        raise NoteError(f"MalformedVerifierKey: {e}")
+    if len(raw) < 1:
+        raise NoteError("MalformedVerifierKey: empty key")
+    if raw[0] != 0x01:
+        raise NoteError("UnsupportedKeyType")
+    if len(raw) != 33:
+        raise NoteError("MalformedVerifierKey: not 32 key bytes")
+    pub = raw[1:]
+    if decode_point_lenient(pub) is None:
+        raise NoteError("InvalidPublicKey")
+    if key_id(name, pub).hex() != hid.lower():
+        raise NoteError("VerifierKeyIdMismatch")
+    canon = f"{name}+{hid.lower()}+{b64}"
+    return VerifierKey(name, bytes.fromhex(hid.lower()), pub, canon), canon
+
+
+def open_note_fmt(data: bytes, vk):
+    """FORMAT.md §8.5 "Opening" a note with the strict rule. Returns
+    (error, kind) where kind is None (opened), "malformed" or
+    "checkpoint_signature" (BUNDLE.md §3's classification), and the body text
+    (None when the note is not UTF-8). vk None: no usable key."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not UTF-8", "malformed", None
+    if len(data) > 1 << 20:
+        return "TooLarge", "malformed", text
+    if any(ord(c) < 0x20 and c != "\n" for c in text):
+        return "ControlCharacter", "malformed", text
+    if not text.endswith("\n"):
+        return "MissingTrailingNewline", "malformed", text
+    idx = text.rfind("\n\n")
+    if idx < 0 or idx + 2 >= len(text):
+        return "MissingSignatures", "checkpoint_signature", text
+    lines = text[idx + 2:-1].split("\n")
+    if len(lines) > 100:
+        return "TooManySignatures", "malformed", text
+    parsed = []
+    for ln in lines:
+        if not ln.startswith(EM_DASH + " "):
+            return "MalformedSignatureLine", "malformed", text
+        rest = ln[2:]
+        sp = rest.find(" ")
+        if sp < 0:
+            return "MalformedSignatureLine", "malformed", text
+        name, b64 = rest[:sp], rest[sp + 1:]
+        if not valid_key_name_fmt(name):
+            return "MalformedSignatureLine", "malformed", text
+        try:
+            blob = b64_strict(b64)
+        except (ValueError, binascii.Error):
+            return "MalformedSignatureLine", "malformed", text
+        if len(blob) < 5:
+            return "MalformedSignatureLine", "malformed", text
+        parsed.append((name, blob))
+    if vk is None:
+        return "no usable verifier key", "checkpoint_signature", text
+    body = text[:idx + 1]
+    matched = False
+    for name, blob in parsed:
+        if name != vk.name or blob[:4] != vk.key_id:
+            continue
+        matched = True
+        if len(blob) != 68 or not verify_strict(vk.public_key, body.encode("utf-8"), blob[4:]):
+            return "InvalidSignature", "checkpoint_signature", text
+    if not matched:
+        return "NoMatchingSignature", "checkpoint_signature", text
+    try:
+        parse_checkpoint_body(body)
+    except NoteError as e:
+        return f"body: {e}", "malformed", text
+    return None, None, text
+
+
+def unverified_body(text: str) -> str:
+    """BUNDLE.md §3: "the text before the last empty line"."""
+    idx = text.rfind("\n\n")
+    return text[:idx + 1] if idx >= 0 else text

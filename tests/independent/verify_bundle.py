@@ -1,19 +1,30 @@
 #!/usr/bin/env python3
 """Independent verifier of Docket export bundles (`docket.bundle/1`).
 
-Written only from docs/BUNDLE.md (§10 audit procedure), docs/FORMAT.md,
-docs/DOMAIN.md, docs/RETENTION.md and tests/vectors/. No Docket source used.
+Written only from docs/BUNDLE.md (its §10 procedure, §10.1 findings table,
+§10.2 stop rules, §10.3 output), docs/FORMAT.md (§1.1 author signatures,
+§1.2 the strict rule for ledger-key signatures, §8 notes and keys),
+docs/DOMAIN.md (§1-§4, §8: admission and the projections) and
+tests/vectors/. No Docket source was read.
 
     python3 verify_bundle.py [--trusted-key VKEY_FILE_OR_TEXT] [--allow-external-ref]
                              [--json] BUNDLE_DIR_OR_TAR
 
-Prints one JSON object per finding on stdout (kind, severity, file, seq,
-detail), notes about what was not verified on stderr, and exits with the
-code of BUNDLE.md §10 (0, 2, 3, 4, 5; 64 for a usage error).
+Without --json: one JSON object per finding on stdout (kind, severity, file,
+seq, detail). With --json: one object {"ok", "exit_code", "trust", "report"}
+like `docket audit --json` (BUNDLE.md §10.3). Exit code as BUNDLE.md §10
+(0, 2, 3, 4, 5; 64 for an unparsable --trusted-key, 4 for an unreadable
+trusted-key file).
+
+Every check of BUNDLE.md is implemented, including the full re-admission of
+a bundle from genesis (DOMAIN.md §8, through admission.py's engine) and the
+recomputation of the whole summary.json, `tasks` and `oids` included.
 """
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import hashlib
 import json
 import os
@@ -21,281 +32,351 @@ import re
 import stat
 import sys
 import tarfile
+from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import docket_spec as ds  # noqa: E402
+import admission as ad  # noqa: E402
 
 EXIT = {
     "unsupported_format": 2, "external_ref": 2,
-    "malformed": 5,
     "summary_mismatch": 3,
     "missing_file": 4, "missing_proof": 4, "missing_context": 4, "missing_blob": 4,
-    "digest": 5, "unlisted_file": 5, "checkpoint_signature": 5, "key_mismatch": 5,
+    "malformed": 5, "digest": 5, "unlisted_file": 5, "checkpoint_signature": 5, "key_mismatch": 5,
     "inconsistent": 5, "order": 5, "signature": 5, "chain": 5, "time": 5,
     "inclusion": 5, "root": 5, "consistency": 5, "authority": 5, "blob_digest": 5,
     "retention": 5, "attestation": 5,
     "self_asserted_key": 0, "unknown": 0,
 }
 WARNINGS = {"self_asserted_key", "unknown"}
-SEVERITY_RANK = {5: 4, 4: 3, 3: 2, 2: 1, 0: 0}  # 5 > 4 > 3 > 2
+RANK = {0: 0, 2: 1, 3: 2, 4: 3, 5: 4}  # 5 > 4 > 3 > 2 (BUNDLE.md §10)
+MAX_LISTED = 1000                       # BUNDLE.md §10.1: at most 1,000 listed, the rest counted
 
-KNOWN_FILES = {"manifest.json", "checkpoint.note", "verifier.vkey", "events.bin",
-               "proofs.json", "summary.json", "since.note", "consistency.json"}
+TABLE_FILES = ["checkpoint.note", "verifier.vkey", "events.bin", "proofs.json", "summary.json",
+               "since.note", "consistency.json"]
 REQUIRED_FILES = ["checkpoint.note", "verifier.vkey", "events.bin", "proofs.json", "summary.json"]
+HEX64_LOWER = re.compile(r"\A[0-9a-f]{64}\Z")
+BLOB_RE = re.compile(r"\Ablobs/[0-9a-f]{64}\Z")
+ATT_RE = re.compile(r"\Aattestations/[^/]+\.json\Z")
+U64_MAX = 2 ** 64 - 1
 
-ROLE_ORDER = ["admin", "submitter", "verifier", "approver", "custodian", "auditor", "gateway"]
-KIND_ROLES = {
-    "key.registered": {"admin"}, "key.revoked": {"admin"},
-    "task.registered": {"admin", "submitter"},
-    "evidence.registered": {"submitter", "gateway"}, "execution.recorded": {"submitter", "gateway"},
-    "submission.received": {"submitter"},
-    "check.recorded": {"verifier"}, "verdict.issued": {"verifier"},
-    "verdict.imported": {"verifier"}, "verdict.deadline_passed": {"verifier"},
-    "approval.requested": {"submitter", "approver"},
-    "approval.granted": {"approver"}, "approval.denied": {"approver"},
-    "retention.policy_set": {"admin"},
-    "retention.pinned": {"custodian"}, "retention.unpinned": {"custodian"},
-    "retention.reclassified": {"custodian"}, "retention.redacted": {"custodian"},
-    "retention.sweep": {"custodian"}, "evidence.expired": {"custodian"},
-}
-EXT_ROLES = {"admin", "submitter", "verifier", "approver", "custodian", "gateway"}
-HEX64 = re.compile(r"\A[0-9a-fA-F]{64}\Z")
+# BUNDLE.md §10 step 7 table (= DOMAIN.md §1)
+KIND_ROLES = {k: set(v) for k, v in ad.KIND_ROLES.items() if v is not None}
+EXT_ROLES = set(ad.X_ROLES)
+ROLE_ORDER = ad.ROLE_ORDER
+
+
+class Stop(Exception):
+    """BUNDLE.md §10.2: the audit stops."""
 
 
 class Audit:
     def __init__(self):
         self.findings = []
         self.notes = []
+        self.info = {}
 
     def add(self, kind, file=None, seq=None, detail=""):
-        self.findings.append({
-            "kind": kind,
-            "severity": "warning" if kind in WARNINGS else "error",
-            "file": file, "seq": seq, "detail": detail})
+        self.findings.append({"kind": kind, "severity": "warning" if kind in WARNINGS else "error",
+                              "file": file, "seq": seq, "detail": detail})
 
     def note(self, msg):
         self.notes.append(msg)
 
-    def exit_code(self):
+    @staticmethod
+    def _code(fs):
         best = 0
-        for f in self.findings:
-            if f["severity"] != "error":
-                continue
-            c = EXIT[f["kind"]]
-            if SEVERITY_RANK[c] > SEVERITY_RANK[best]:
-                best = c
+        for f in fs:
+            if f["severity"] == "error" and RANK[EXIT[f["kind"]]] > RANK[best]:
+                best = EXIT[f["kind"]]
         return best
 
+    def exit_code(self):
+        return self._code(self.findings)  # omitted findings count too (BUNDLE.md §10.1)
+
+    def listed(self):
+        return self.findings[:MAX_LISTED]
+
+    def omitted(self):
+        return self.findings[MAX_LISTED:]
+
 
 # ---------------------------------------------------------------------------
-# Reading the container (§1)
+# §1 Container
 # ---------------------------------------------------------------------------
 
-def bad_component_path(p: str) -> bool:
-    return p == "" or any(c in ("", ".", "..") for c in p.split("/"))
+def _utf8(name):
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
-def read_directory(root, audit):
-    files = {}
+class Container:
+    def __init__(self):
+        self.content = {}      # path -> bytes (regular files; for duplicate tar entries, the last)
+        self.entries = []      # every regular entry path, duplicates included (tar)
+        self.refused = set()   # links and special entries (external_ref unless allowed)
+        self.links = {}        # path -> how to read it when external references are allowed
+        self.base = None       # directory relative paths are read from (allow-external-ref)
+
+
+def read_directory(root, audit, allow_ext):
+    c = Container()
+    c.base = root
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in list(dirnames):
-            full = os.path.join(dirpath, name)
-            if os.path.islink(full):
-                rel = os.path.relpath(full, root).replace(os.sep, "/")
-                audit.add("external_ref", rel, None, "symbolic link inside the bundle (not followed)")
-                dirnames.remove(name)
-        for name in filenames:
+        for name in list(dirnames) + list(filenames):
             full = os.path.join(dirpath, name)
             rel = os.path.relpath(full, root).replace(os.sep, "/")
             st = os.lstat(full)
+            if stat.S_ISDIR(st.st_mode):
+                if not _utf8(rel):
+                    audit.add("external_ref", rel.encode("utf-8", "replace").decode(), None,
+                              "directory name is not UTF-8")
+                    dirnames.remove(name)
+                continue
+            if not _utf8(rel):
+                audit.add("external_ref", rel.encode("utf-8", "replace").decode(), None,
+                          "entry name is not UTF-8")
+                continue
             if stat.S_ISLNK(st.st_mode):
-                audit.add("external_ref", rel, None, "symbolic link inside the bundle (not followed)")
+                if allow_ext:
+                    c.links[rel] = full
+                    c.entries.append(rel)
+                else:
+                    c.refused.add(rel)
+                    audit.add("external_ref", rel, None, "symbolic link inside the bundle (not followed)")
+                if name in dirnames:
+                    dirnames.remove(name)
                 continue
             if not stat.S_ISREG(st.st_mode):
+                c.refused.add(rel)
                 audit.add("external_ref", rel, None, "special file inside the bundle")
                 continue
-            if st.st_nlink > 1:
-                # a hard link in a directory cannot be told from a file; BUNDLE.md
-                # lists hard links as external references: report it.
-                audit.add("external_ref", rel, None, f"hard link (link count {st.st_nlink})")
-                continue
+            # a hard link in a directory is read as a regular file (BUNDLE.md §1)
             with open(full, "rb") as fh:
-                files[rel] = fh.read()
-    return files
+                c.content[rel] = fh.read()
+            c.entries.append(rel)
+    return c
 
 
-def read_tar(path, audit):
-    files = {}
+def read_tar(path, audit, allow_ext):
+    c = Container()
+    c.base = os.path.dirname(os.path.abspath(path))
     with tarfile.open(path, "r:") as tf:
-        for m in tf.getmembers():
+        members = tf.getmembers()
+        for m in members:
             name = m.name
-            try:
-                name.encode("utf-8")
-            except UnicodeEncodeError:
-                audit.add("external_ref", repr(name), None, "entry name is not UTF-8")
+            if not _utf8(name):
+                audit.add("external_ref", name.encode("utf-8", "replace").decode(), None,
+                          "entry name is not UTF-8")
                 continue
             while name.startswith("./"):
                 name = name[2:]
             if m.isdir():
                 continue
             if m.issym() or m.islnk():
-                audit.add("external_ref", name, None,
-                          f"{'symbolic' if m.issym() else 'hard'} link to {m.linkname} (not followed)")
+                if allow_ext:
+                    c.links[name] = os.path.join(c.base, name)
+                    c.entries.append(name)
+                else:
+                    c.refused.add(name)
+                    audit.add("external_ref", name, None,
+                              f"{'symbolic' if m.issym() else 'hard'} link to {m.linkname!r} (not followed)")
                 continue
             if not m.isreg():
+                c.refused.add(name)
                 audit.add("external_ref", name, None, "special entry")
                 continue
-            if name.startswith("/") or bad_component_path(name):
-                audit.add("external_ref", name, None, "entry path leaves the bundle")
-                continue
-            files[name] = tf.extractfile(m).read()  # last entry with a path wins
-    return files
+            data = tf.extractfile(m).read()
+            if len(data) != m.size:
+                raise tarfile.ReadError("truncated entry")
+            c.content[name] = data
+            c.entries.append(name)
+    return c
 
 
 # ---------------------------------------------------------------------------
-# Manifest (§2)
+# §2 manifest.json
 # ---------------------------------------------------------------------------
 
-def is_external(p: str):
-    if p.startswith("/") or p.startswith("\\") or re.match(r"^[A-Za-z]:", p):
+class JObj(dict):
+    dup = False
+
+
+def _pairs(pairs):
+    o = JObj()
+    for k, v in pairs:
+        if k in o:
+            o.dup = True
+        o[k] = v
+    return o
+
+
+def _no_const(c):
+    raise ValueError(f"{c} is not JSON")
+
+
+def strict_json(raw: bytes):
+    """RFC 8259 as serde_json reads it; objects remember repeated members."""
+    return json.loads(raw.decode("utf-8"), object_pairs_hook=_pairs, parse_constant=_no_const)
+
+
+def is_u64(v):
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= U64_MAX
+
+
+def external_reason(p: str):
+    if p == "":
+        return "empty path"
+    if p.startswith("/") or p.startswith("\\"):
         return "absolute path"
-    if "://" in p or p.startswith("data:") or p.startswith("file:"):
-        return "URL"
+    if len(p) >= 2 and p[1] == ":":
+        return "drive path"
     if "\\" in p:
         return "backslash"
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in p):
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in p):
         return "control character"
-    if bad_component_path(p):
+    if "://" in p:
+        return "URL"
+    if any(comp in ("", ".", "..") for comp in p.split("/")):
         return "empty, '.' or '..' component"
+    if p.startswith("data:") or p.startswith("file:"):
+        return "URL"
     return None
-
-
-def is_url(p):
-    return "://" in p or p.startswith("data:") or p.startswith("file:")
 
 
 def defined_path(p):
-    if p in KNOWN_FILES:
-        return True
-    if re.fullmatch(r"blobs/[0-9a-f]{64}", p):
-        return True
-    if re.fullmatch(r"attestations/[^/]+\.json", p):
-        return True
-    return False
+    return p == "manifest.json" or p in TABLE_FILES or bool(BLOB_RE.match(p)) or bool(ATT_RE.match(p))
 
 
-def check_manifest(files, audit, allow_ext, bundle_root, is_dir):
-    m = None
-    raw = files.get("manifest.json")
-    if raw is None:
-        audit.add("missing_file", "manifest.json", None, "manifest.json is absent")
-        return None, False
-    try:
-        m = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        audit.add("malformed", "manifest.json", None, f"does not parse: {e}")
-        return None, False
+def manifest_shape(m):
+    """None when the manifest fits BUNDLE.md §2's table, else why not."""
     if not isinstance(m, dict):
-        audit.add("malformed", "manifest.json", None, "not a JSON object")
-        return None, False
-    if m.get("format") != "docket.bundle/1":
-        audit.add("unsupported_format", "manifest.json", None, f"format {m.get('format')!r}")
-        return m, True
-    allowed = {"format", "origin", "tree_size", "scope", "with_blobs", "files"}
+        return "not a JSON object"
+    if getattr(m, "dup", False):
+        return "a member is named twice"
+    want = {"format", "origin", "tree_size", "scope", "with_blobs", "files"}
     for k in m:
-        if k not in allowed:
-            audit.add("malformed", "manifest.json", None, f"unknown field {k!r}")
-    for k in allowed:
+        if k not in want:
+            return f"unknown member {k!r}"
+    for k in want:
         if k not in m:
-            audit.add("malformed", "manifest.json", None, f"missing field {k!r}")
-    if "origin" in m and not isinstance(m["origin"], str):
-        audit.add("malformed", "manifest.json", None, "origin is not a string")
-    if "tree_size" in m and not (isinstance(m["tree_size"], int) and not isinstance(m["tree_size"], bool)
-                                 and m["tree_size"] >= 0):
-        audit.add("malformed", "manifest.json", None, "tree_size is not a non-negative integer")
-    if "with_blobs" in m and not isinstance(m["with_blobs"], bool):
-        audit.add("malformed", "manifest.json", None, "with_blobs is not a boolean")
-    scope = m.get("scope")
-    if "scope" in m:
-        if not isinstance(scope, dict):
-            audit.add("malformed", "manifest.json", None, "scope is not an object")
+            return f"missing member {k!r}"
+    if not isinstance(m["origin"], str):
+        return "origin is not a string"
+    if not is_u64(m["tree_size"]):
+        return "tree_size is not an unsigned 64-bit integer"
+    if not isinstance(m["with_blobs"], bool):
+        return "with_blobs is not a boolean"
+    sc = m["scope"]
+    if not isinstance(sc, dict):
+        return "scope is not an object"
+    if getattr(sc, "dup", False):
+        return "a scope member is named twice"
+    for k, v in sc.items():
+        if k in ("from", "to", "as_of", "since_size"):
+            if v is not None and not is_u64(v):
+                return f"scope.{k} is not an unsigned integer or null"
+        elif k == "tasks":
+            if not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+                return "scope.tasks is not an array of strings"
         else:
-            for k in scope:
-                if k not in {"from", "to", "tasks", "as_of", "since_size"}:
-                    audit.add("malformed", "manifest.json", None, f"unknown scope field {k!r}")
-    flist = m.get("files")
-    if not isinstance(flist, dict):
-        if "files" in m:
-            audit.add("malformed", "manifest.json", None, "files is not an object")
-        flist = {}
-    # self-containment, presence, digests
-    listed_ok = set()
-    for path, ent in flist.items():
-        ext = is_external(path)
-        if ext:
-            if not allow_ext:
-                audit.add("external_ref", path, None, f"manifest path refers outside the bundle ({ext})")
-                continue
-            if is_url(path):
-                audit.add("missing_file", path, None, "URL: never fetched (an audit is offline)")
-                continue
-            if not is_dir:
-                audit.add("missing_file", path, None, "local path outside a tar bundle")
-                continue
-            full = path if os.path.isabs(path) else os.path.join(bundle_root, path)
-            try:
-                with open(full, "rb") as fh:
-                    files[path] = fh.read()
-            except OSError:
-                pass
-        if path == "manifest.json":
-            audit.add("malformed", "manifest.json", None, "the manifest lists itself")
-            continue
-        if not (isinstance(ent, dict) and set(ent) == {"sha256", "size"}
-                and isinstance(ent["sha256"], str) and isinstance(ent["size"], int)):
-            audit.add("malformed", "manifest.json", None, f"entry for {path!r} is not {{sha256, size}}")
-            continue
-        listed_ok.add(path)
-        if path not in files:
-            audit.add("missing_file", path, None, "listed in the manifest, absent")
-            continue
-        content = files[path]
-        if len(content) != ent["size"]:
-            audit.add("digest", path, None, f"size {len(content)} != manifest {ent['size']}")
-        elif hashlib.sha256(content).hexdigest() != ent["sha256"].lower():
-            audit.add("digest", path, None, "SHA-256 differs from the manifest")
-        if not defined_path(path) and not is_external(path):
-            audit.add("unknown", path, None, "path not defined by docket.bundle/1 (digest-checked, ignored)")
-    for path in sorted(files):
-        if path == "manifest.json" or path in flist:
-            continue
-        audit.add("unlisted_file", path, None, "present but not listed in the manifest")
-    for req in REQUIRED_FILES:
-        if req not in flist and req not in files:
-            audit.add("missing_file", req, None, "required file neither listed nor present")
-    return m, False
-
-
-# ---------------------------------------------------------------------------
-# Main audit
-# ---------------------------------------------------------------------------
-
-def jload(files, name, audit):
-    raw = files.get(name)
-    if raw is None:
-        return None
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        audit.add("malformed", name, None, f"does not parse: {e}")
-        return None
-
-
-def parse_hex32(s):
-    if isinstance(s, str) and HEX64.match(s):
-        return bytes.fromhex(s)
+            return f"unknown scope member {k!r}"
+    fl = m["files"]
+    if not isinstance(fl, dict):
+        return "files is not an object"
+    for path, ent in fl.items():
+        if not isinstance(ent, dict):
+            return f"files[{path!r}] is not an object"
+        if getattr(ent, "dup", False):
+            return f"files[{path!r}] names a member twice"
+        if set(ent) != {"sha256", "size"}:
+            return f"files[{path!r}] is not exactly {{sha256, size}}"
+        if not isinstance(ent["sha256"], str) or not is_u64(ent["size"]):
+            return f"files[{path!r}] has a wrong type"
     return None
 
+
+def check_manifest(c: Container, audit, allow_ext):
+    """Returns (manifest, read) where read maps path -> content of the files
+    the later steps use."""
+    raw = c.content.get("manifest.json")
+    if raw is None:
+        audit.add("missing_file", "manifest.json", None, "the bundle has no manifest.json")
+        raise Stop
+    try:
+        m = strict_json(raw)
+    except (UnicodeDecodeError, ValueError) as e:
+        audit.add("malformed", "manifest.json", None, f"not JSON: {e}")
+        raise Stop
+    if isinstance(m, dict) and isinstance(m.get("format"), str) and m["format"] != "docket.bundle/1":
+        audit.add("unsupported_format", "manifest.json", None, f"format {m['format']!r}")
+        raise Stop
+    why = manifest_shape(m)
+    if why is None and m["format"] != "docket.bundle/1":
+        why = "format is not docket.bundle/1"
+    if why:
+        audit.add("malformed", "manifest.json", None, why)
+        raise Stop
+    files = m["files"]
+    read = {}
+    reported_missing = set()
+    for path in sorted(files, key=lambda p: p.encode("utf-8", "surrogatepass")):
+        ent = files[path]
+        ext = external_reason(path)
+        if ext and not allow_ext:
+            audit.add("external_ref", path, None, f"manifest path refers outside the bundle ({ext})")
+            continue
+        if not defined_path(path) and not ext:
+            audit.add("unknown", path, None, "path not defined by docket.bundle/1 (read and digest-checked)")
+        if path in c.refused:
+            continue
+        content = None
+        if ext:
+            if "://" in path:
+                audit.add("missing_file", path, None, "a URL is never fetched (an audit is offline)")
+                reported_missing.add(path)
+                continue
+            full = path if os.path.isabs(path) else os.path.join(c.base, path)
+            try:
+                with open(full, "rb") as fh:
+                    content = fh.read()
+            except OSError:
+                content = None
+        elif path in c.links:
+            try:
+                with open(c.links[path], "rb") as fh:
+                    content = fh.read()
+            except OSError:
+                content = None
+        else:
+            content = c.content.get(path)
+        if content is None:
+            audit.add("missing_file", path, None, "listed in the manifest, absent")
+            reported_missing.add(path)
+            continue
+        if len(content) != ent["size"] or hashlib.sha256(content).hexdigest() != ent["sha256"]:
+            audit.add("digest", path, None, "size or SHA-256 differs from the manifest")
+        read[path] = content
+    for path in sorted(c.entries, key=lambda p: p.encode()):
+        if path == "manifest.json" or path in files:
+            continue
+        audit.add("unlisted_file", path, None, "present but not listed in the manifest")
+    for req in TABLE_FILES:
+        if req not in files and req in c.content and req not in read:
+            read[req] = c.content[req]   # unlisted: used as if listed (BUNDLE.md §2)
+    for req in REQUIRED_FILES:
+        if req not in files and req not in c.content and req not in c.links:
+            audit.add("missing_file", req, None, "required file neither listed nor present")
+            reported_missing.add(req)
+    return m, read, reported_missing
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------
 
 def runs_of(seqs):
     runs = []
@@ -307,754 +388,677 @@ def runs_of(seqs):
     return runs
 
 
+def genesis_reads(payload: bytes):
+    """DOMAIN.md §3.0: the genesis payload reads as a typed document."""
+    try:
+        doc = strict_json(payload)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(doc, dict) or getattr(doc, "dup", False):
+        return None
+    if set(doc) != {"origin", "ledger_key", "admin_key", "ledger_roles"}:
+        return None
+    if not all(isinstance(doc[k], str) for k in ("origin", "ledger_key", "admin_key")):
+        return None
+    r = doc["ledger_roles"]
+    if not isinstance(r, list) or not all(isinstance(x, str) and x in ROLE_ORDER for x in r):
+        return None
+    return doc
+
+
+def rfc3339_ms(ms):
+    """OBSERVED (BUNDLE.md §9 only says "RFC 3339"): Docket writes the
+    milliseconds without trailing zeros (`…:01.49Z` for 490 ms); GUESS: no
+    fraction at all for a whole second."""
+    dt = datetime.fromtimestamp(ms // 1000, tz=timezone.utc)
+    frac = ("%03d" % (ms % 1000)).rstrip("0")
+    return dt.strftime("%Y-%m-%dT%H:%M:%S") + ("." + frac if frac else "") + "Z"
+
+
+# ---------------------------------------------------------------------------
+# The audit (§10)
+# ---------------------------------------------------------------------------
+
 def audit_bundle(path, trusted_key_text=None, allow_ext=False):
     audit = Audit()
-    is_dir = os.path.isdir(path)
-    if is_dir:
-        files = read_directory(path, audit)
-    else:
-        try:
-            files = read_tar(path, audit)
-        except (tarfile.TarError, OSError) as e:
-            audit.add("malformed", os.path.basename(path), None, f"not a readable tar: {e}")
-            return audit
-
-    # 1. manifest
-    manifest, unsupported = check_manifest(files, audit, allow_ext, path, is_dir)
-    if unsupported:
-        return audit  # nothing else can be interpreted under an unknown format
-    manifest = manifest or {}
-
-    # 2. verifier key
-    bundle_vk = None
-    vraw = files.get("verifier.vkey")
-    if vraw is not None:
-        try:
-            bundle_vk = ds.parse_vkey(vraw.decode("utf-8"))
-        except (ds.NoteError, UnicodeDecodeError) as e:
-            audit.add("malformed", "verifier.vkey", None, str(e))
-    vk = None
-    if trusted_key_text is not None:
-        vk = ds.parse_vkey(trusted_key_text)  # validated by the caller
-        if bundle_vk is not None and (bundle_vk.name, bundle_vk.public_key) != (vk.name, vk.public_key):
-            audit.add("key_mismatch", "verifier.vkey", None,
-                      "verifier.vkey differs from the trusted key")
-        elif bundle_vk is None and vraw is not None:
-            pass
-    else:
-        vk = bundle_vk
-        if vk is not None:
-            audit.add("self_asserted_key", "verifier.vkey", None,
-                      "no trusted key given: the bundle's own key was used (internally consistent only)")
-
-    # 3. checkpoint
-    cp = None
-    craw = files.get("checkpoint.note")
-    if craw is not None:
-        try:
-            note = ds.open_note_unverified(craw)
-        except ds.NoteError as e:
-            audit.add("malformed", "checkpoint.note", None, str(e))
-            note = None
-        if note is not None:
-            if vk is not None:
-                err = ds.note_signature_status(note, vk)
-                if err:
-                    audit.add("checkpoint_signature", "checkpoint.note", None, err)
-            else:
-                audit.add("checkpoint_signature", "checkpoint.note", None, "no usable verifier key")
-            try:
-                cp = ds.parse_checkpoint_body(note.body)
-            except ds.NoteError as e:
-                audit.add("malformed", "checkpoint.note", None, f"checkpoint body: {e}")
-    if cp is not None:
-        if "origin" in manifest and manifest.get("origin") != cp.origin:
-            audit.add("inconsistent", "manifest.json", None,
-                      f"manifest origin {manifest.get('origin')!r} != checkpoint {cp.origin!r}")
-        if "tree_size" in manifest and manifest.get("tree_size") != cp.size:
-            audit.add("inconsistent", "manifest.json", None,
-                      f"manifest tree_size {manifest.get('tree_size')} != checkpoint {cp.size}")
-        if vk is not None and vk.name != cp.origin:
-            audit.add("key_mismatch", "verifier.vkey", None,
-                      f"key name {vk.name!r} != checkpoint origin {cp.origin!r}")
-    tree_size = cp.size if cp else manifest.get("tree_size") if isinstance(manifest.get("tree_size"), int) else None
-    origin = cp.origin if cp else manifest.get("origin")
-
-    # 4. events.bin
-    events_by_seq = {}
-    decoded = []
-    eraw = files.get("events.bin")
-    if eraw is not None:
-        off = 0
-        n = len(eraw)
-        while off < n:
-            if n - off < 4:
-                audit.add("malformed", "events.bin", None, f"record length at byte {off} runs past the end")
-                break
-            ln = int.from_bytes(eraw[off:off + 4], "big")
-            if ln < 1 or ln > 262_369:
-                audit.add("malformed", "events.bin", None, f"record length {ln} at byte {off} out of bounds")
-                break
-            if off + 4 + ln > n:
-                audit.add("malformed", "events.bin", None,
-                          f"record at byte {off} (length {ln}) runs past the end of the file")
-                break
-            body = eraw[off + 4: off + 4 + ln]
-            try:
-                ev = ds.decode_event(body)
-            except ds.DecodeError as e:
-                audit.add("malformed", "events.bin", e.seq, f"record at byte {off}: {e}")
-                off += 4 + ln
-                continue
-            decoded.append(ev)
-            off += 4 + ln
-        for ev in decoded:
-            err = ds.verify_rule(ev.author, ev.message, ev.signature)
-            if err:
-                audit.add("signature", "events.bin", ev.seq, f"author signature: {err}")
-
-    # 5. order, chain, time
-    last = None
-    for ev in decoded:
-        if last is not None and ev.seq <= last:
-            audit.add("order", "events.bin", ev.seq,
-                      f"sequence {ev.seq} after {last}" + (" (duplicate)" if ev.seq in events_by_seq else ""))
-        if ev.seq not in events_by_seq:
-            events_by_seq[ev.seq] = ev
-        last = ev.seq if last is None else max(last, ev.seq)
-    seqs = sorted(events_by_seq)
-    events = [events_by_seq[s] for s in seqs]
-    runs = runs_of(seqs)
-    for a, b in runs:
-        for s in range(a, b + 1):
-            ev = events_by_seq[s]
-            if s == 0:
-                if ev.prev_hash != b"\x00" * 32:
-                    audit.add("chain", "events.bin", 0, "genesis prev_hash is not all zero")
-            elif s > a:
-                if ev.prev_hash != events_by_seq[s - 1].leaf_hash:
-                    audit.add("chain", "events.bin", s, "prev_hash != leaf hash of the previous event")
-    for i in range(1, len(events)):
-        if events[i].recorded_at_ms < events[i - 1].recorded_at_ms:
-            audit.add("time", "events.bin", events[i].seq,
-                      f"recorded_at_ms {events[i].recorded_at_ms} < {events[i - 1].recorded_at_ms} of seq {events[i - 1].seq}")
-    if tree_size is not None:
-        for ev in events:
-            if ev.seq >= tree_size:
-                audit.add("inclusion", "events.bin", ev.seq, f"seq {ev.seq} >= tree size {tree_size}")
-
-    # genesis (§4.4) and key binding (§3)
-    genesis = events_by_seq.get(0)
-    gen_payload = None
-    if genesis is None:
-        audit.add("missing_context", "events.bin", 0, "the genesis event (seq 0) is not carried")
-    else:
-        if genesis.kind != "ledger.genesis":
-            audit.add("authority", "events.bin", 0, f"seq 0 is {genesis.kind!r}, not ledger.genesis")
-        else:
-            try:
-                gen_payload = json.loads(genesis.payload.decode("utf-8"))
-                if not isinstance(gen_payload, dict):
-                    raise ValueError("not an object")
-            except (UnicodeDecodeError, ValueError) as e:
-                audit.add("malformed", "events.bin", 0, f"genesis payload: {e}")
-                gen_payload = None
-        if gen_payload is not None:
-            lk = gen_payload.get("ledger_key")
-            lkb = parse_hex32(lk)
-            if lkb is None:
-                audit.add("malformed", "events.bin", 0, "genesis ledger_key is not 64 hex digits")
-            else:
-                if genesis.author != lkb:
-                    audit.add("key_mismatch", "events.bin", 0, "genesis is not signed by the ledger_key it names")
-                if vk is not None and vk.public_key != lkb:
-                    audit.add("key_mismatch", "verifier.vkey", 0,
-                              "the verifier key is not the genesis ledger_key")
-            if cp is not None and gen_payload.get("origin") != cp.origin:
-                audit.add("key_mismatch", "events.bin", 0,
-                          f"genesis origin {gen_payload.get('origin')!r} != checkpoint origin {cp.origin!r}")
-
-    # 6. proofs and coverage
-    proofs = jload(files, "proofs.json", audit)
-    proof_ok = {}
-    if proofs is not None:
-        if not isinstance(proofs, dict) or not isinstance(proofs.get("inclusion"), list):
-            audit.add("malformed", "proofs.json", None, "not {tree_size, root, inclusion: [...]}")
-        else:
-            for k in proofs:
-                if k not in ("tree_size", "root", "inclusion"):
-                    audit.add("malformed", "proofs.json", None, f"unknown field {k!r}")
-            if cp is not None and proofs.get("tree_size") != cp.size:
-                audit.add("inconsistent", "proofs.json", None,
-                          f"proofs tree_size {proofs.get('tree_size')} != checkpoint {cp.size}")
-            proot = parse_hex32(proofs.get("root"))
-            if proot is None:
-                audit.add("malformed", "proofs.json", None, "root is not 64 hex digits")
-            elif cp is not None and proot != cp.root:
-                audit.add("root", "proofs.json", None, "proofs root != checkpoint root")
-            for ent in proofs["inclusion"]:
-                if not (isinstance(ent, dict) and isinstance(ent.get("seq"), int)
-                        and isinstance(ent.get("path"), list)):
-                    audit.add("malformed", "proofs.json", None, f"bad inclusion entry {str(ent)[:80]}")
-                    continue
-                s = ent["seq"]
-                lh = parse_hex32(ent.get("leaf_hash"))
-                path_h = [parse_hex32(p) for p in ent["path"]]
-                if lh is None or any(p is None for p in path_h):
-                    audit.add("malformed", "proofs.json", s, "leaf_hash/path entries are not 64 hex digits")
-                    continue
-                ev = events_by_seq.get(s)
-                if ev is None:
-                    audit.add("unknown", "proofs.json", s, "proof for an event the bundle does not carry")
-                    continue
-                if lh != ev.leaf_hash:
-                    audit.add("inclusion", "proofs.json", s, "leaf_hash differs from the carried event's")
-                    proof_ok.setdefault(s, False)
-                    continue
-                if cp is None:
-                    continue
-                err = ds.verify_inclusion(s, cp.size, lh, path_h, cp.root)
-                if err:
-                    audit.add("inclusion", "proofs.json", s, f"inclusion proof fails: {err}")
-                    proof_ok.setdefault(s, False)
-                else:
-                    proof_ok[s] = True
-    for a, b in runs:
-        if tree_size is not None:
-            b = min(b, tree_size - 1)  # events past the checkpoint are already `inclusion`
-            if a > b:
-                continue
-        for s in sorted({a, b}):
-            if s not in proof_ok:
-                audit.add("missing_proof", "proofs.json", s,
-                          f"no inclusion proof for seq {s}, an end of run [{a}, {b}]")
-    if cp is not None and seqs and seqs == list(range(cp.size)):
-        root = ds.mth_from_leaf_hashes([e.leaf_hash for e in events])
-        if root != cp.root:
-            audit.add("root", "events.bin", None, "root recomputed from all carried events != checkpoint root")
-    elif cp is not None and cp.size == 0 and not seqs:
-        if cp.root != ds.sha256(b""):
-            audit.add("root", "checkpoint.note", None, "empty tree root is not SHA-256('')")
-
-    # 7. authority
-    keys = fold_keys_and_check_authority(events, runs, audit)
-
-    # 8. consistency, blobs, attestations
-    check_consistency(files, manifest, cp, vk, audit)
-    oids, tasks_seen = fold_oids(events)
-    check_blobs(files, manifest, oids, audit)
-    check_attestations(files, events_by_seq, vk, origin, audit)
-
-    # 9. summary
-    check_summary(files, audit, tree_size, events, runs, fold_summary_keys(events), oids)
+    try:
+        _audit(path, trusted_key_text, allow_ext, audit)
+    except Stop:
+        pass
     return audit
 
 
+def _audit(path, tk_text, allow_ext, audit):
+    # ---- step 1: container and manifest
+    if os.path.isdir(path):
+        c = read_directory(path, audit, allow_ext)
+    else:
+        try:
+            if not os.path.isfile(path):
+                raise OSError("no such bundle")
+            c = read_tar(path, audit, allow_ext)
+        except (tarfile.TarError, OSError, EOFError) as e:
+            audit.add("missing_file", None, None, f"the bundle cannot be opened: {e}")
+            raise Stop
+    manifest, read, reported_missing = check_manifest(c, audit, allow_ext)
+
+    # ---- step 2: the verifier key (§3)
+    bundle_vk = None
+    vraw = read.get("verifier.vkey")
+    if vraw is not None:
+        try:
+            text = vraw.decode("utf-8")
+            body = text.rstrip("\n")
+            bundle_vk, canon = ds.parse_vkey_fmt(body)
+            if body != canon:
+                audit.add("malformed", "verifier.vkey", None, "not in canonical form (the parsed key is used)")
+        except (UnicodeDecodeError, ds.NoteError) as e:
+            bundle_vk = None
+            audit.add("malformed", "verifier.vkey", None, f"does not parse: {e}")
+    if tk_text is not None:
+        vk, _ = ds.parse_vkey_fmt(tk_text.strip())
+        trust = "trusted key"
+        if bundle_vk is not None and (bundle_vk.name, bundle_vk.public_key) != (vk.name, vk.public_key):
+            audit.add("key_mismatch", "verifier.vkey", None, "verifier.vkey is not the trusted key")
+    else:
+        vk = bundle_vk
+        trust = "untrusted key"
+        audit.add("self_asserted_key", "verifier.vkey", None,
+                  "no trusted key given: the bundle's own key was used")
+    audit.info["trust"] = trust
+    audit.info["key"] = vk.text if vk is not None else None
+
+    # ---- step 3: checkpoint.note (§3)
+    craw = read.get("checkpoint.note")
+    if craw is None:
+        raise Stop
+    err, kind, text = ds.open_note_fmt(craw, vk)
+    if text is None:
+        audit.add("malformed", "checkpoint.note", None, "not UTF-8")
+        raise Stop
+    if kind is not None:
+        audit.add(kind, "checkpoint.note", None, err)
+        try:
+            cp = ds.parse_checkpoint_body(ds.unverified_body(text))
+        except ds.NoteError as e:
+            audit.add("malformed", "checkpoint.note", None, f"the unverified body does not parse either: {e}")
+            raise Stop
+    else:
+        cp = ds.parse_checkpoint_body(ds.unverified_body(text))
+    if manifest["origin"] != cp.origin:
+        audit.add("inconsistent", "manifest.json", None, f"origin {manifest['origin']!r} != checkpoint {cp.origin!r}")
+    if manifest["tree_size"] != cp.size:
+        audit.add("inconsistent", "manifest.json", None, f"tree_size {manifest['tree_size']} != checkpoint {cp.size}")
+    if vk is not None and vk.name != cp.origin:
+        audit.add("key_mismatch", "verifier.vkey", None, f"key name {vk.name!r} != checkpoint origin {cp.origin!r}")
+    audit.info.update(origin=cp.origin, tree_size=cp.size, root=cp.root.hex())
+
+    # ---- step 4: events.bin (§4)
+    decoded = []
+    eraw = read.get("events.bin") or b""
+    off, n, idx = 0, len(eraw), 0
+    while off < n:
+        if n - off < 4:
+            audit.add("malformed", "events.bin", None, f"record {idx}: length prefix cut short")
+            break
+        ln = int.from_bytes(eraw[off:off + 4], "big")
+        if not 1 <= ln <= 262_369 or off + 4 + ln > n:
+            audit.add("malformed", "events.bin", None, f"record {idx}: length {ln} out of bounds or past the end")
+            break
+        body = eraw[off + 4:off + 4 + ln]
+        off += 4 + ln
+        try:
+            decoded.append(ds.decode_event(body))
+        except ds.DecodeError as e:
+            audit.add("malformed", "events.bin", None, f"record {idx} is not an event: {e}")
+        idx += 1
+    for ev in decoded:
+        if ds.verify_rule(ev.author, ev.message, ev.signature):
+            audit.add("signature", "events.bin", ev.seq, "author signature does not verify (FORMAT.md §1.1)")
+        if ev.seq >= cp.size:
+            audit.add("inclusion", "events.bin", ev.seq, f"seq {ev.seq} is beyond the tree size {cp.size}")
+    inclusion_seqs = {ev.seq for ev in decoded if ev.seq >= cp.size}
+
+    # ---- step 5: order, chain, time (§4.3)
+    prev = None
+    for ev in decoded:
+        if prev is not None and ev.seq <= prev:
+            audit.add("order", "events.bin", ev.seq, f"seq {ev.seq} after {prev}")
+            break
+        prev = ev.seq
+    by_seq = {}
+    for ev in decoded:
+        by_seq.setdefault(ev.seq, ev)
+    seqs = sorted(by_seq)
+    events = [by_seq[s] for s in seqs]
+    runs = runs_of(seqs)
+    from_genesis = len(runs) == 1 and runs[0][0] == 0
+    whole = from_genesis and runs[0][1] == cp.size - 1
+    audit.info.update(events=len(events), ranges=runs, from_genesis=from_genesis, whole_tree=whole)
+    for a, b in runs:
+        for s in range(a, b + 1):
+            ev = by_seq[s]
+            if s == 0:
+                if ev.prev_hash != b"\x00" * 32:
+                    audit.add("chain", "events.bin", 0, "genesis prev_hash is not all zero")
+            elif s > a and ev.prev_hash != by_seq[s - 1].leaf_hash:
+                audit.add("chain", "events.bin", s, "prev_hash is not the leaf hash of the event before")
+    hi = None
+    for ev in events:
+        if hi is not None and ev.recorded_at_ms < hi:
+            audit.add("time", "events.bin", ev.seq, f"recorded_at_ms {ev.recorded_at_ms} < {hi}")
+        hi = ev.recorded_at_ms if hi is None else max(hi, ev.recorded_at_ms)
+
+    # ---- step 6: proofs and coverage (§5)
+    proven = set()
+    praw = read.get("proofs.json")
+    if praw is not None:
+        pj = None
+        try:
+            pj = strict_json(praw)
+            why = proofs_shape(pj)
+        except (UnicodeDecodeError, ValueError) as e:
+            why = f"not JSON: {e}"
+        if why:
+            audit.add("malformed", "proofs.json", None, why)
+        else:
+            if pj["tree_size"] != cp.size:
+                audit.add("inconsistent", "proofs.json", None, f"tree_size {pj['tree_size']} != checkpoint {cp.size}")
+            if pj["root"] != cp.root.hex():
+                audit.add("root", "proofs.json", None, "root is not the checkpoint's root")
+            for ent in pj["inclusion"]:
+                s = ent["seq"]
+                ev = by_seq.get(s)
+                if ev is None:
+                    audit.add("unknown", "proofs.json", s, "proof of an event the bundle does not carry")
+                    continue
+                if ent["leaf_hash"] != ev.leaf_hash.hex():
+                    audit.add("inclusion", "proofs.json", s, "leaf_hash is not the carried event's")
+                    inclusion_seqs.add(s)
+                if not all(HEX64_LOWER.match(x) for x in ent["path"]):
+                    audit.add("malformed", "proofs.json", s, "a path element is not 64 lower-case hex digits")
+                    continue
+                e2 = ds.verify_inclusion(s, cp.size, ev.leaf_hash, [bytes.fromhex(x) for x in ent["path"]], cp.root)
+                if e2:
+                    audit.add("inclusion", "proofs.json", s, f"inclusion proof fails: {e2}")
+                    inclusion_seqs.add(s)
+                else:
+                    proven.add(s)
+    for a, b in runs:
+        for s in sorted({a, b}):
+            if s in proven or s in inclusion_seqs or s >= cp.size:
+                continue
+            audit.add("missing_proof", "proofs.json", s, f"no verifying proof for seq {s}, an end of run [{a}, {b}]")
+    if whole:
+        if ds.mth_from_leaf_hashes([e.leaf_hash for e in events]) != cp.root:
+            audit.add("root", "events.bin", None, "the root recomputed from the carried events is not the checkpoint's")
+
+    # ---- step 7: genesis (§4.4) and authority
+    if not events:
+        audit.add("missing_context", "events.bin", None, "the bundle carries no event")
+    elif events[0].seq != 0:
+        audit.add("missing_context", "events.bin", 0, "the genesis event (seq 0) is not carried")
+    elif events[0].kind == "ledger.genesis":
+        g = genesis_reads(events[0].payload)
+        if g is None:
+            audit.add("authority", "events.bin", 0, "the genesis payload does not decode")
+        else:
+            if vk is not None and g["ledger_key"] != vk.public_key.hex():
+                audit.add("key_mismatch", "verifier.vkey", 0, "genesis ledger_key is not the key in use")
+            if g["origin"] != cp.origin:
+                audit.add("key_mismatch", "checkpoint.note", 0, "genesis origin is not the checkpoint origin")
+    if from_genesis:
+        readmit_all(events, audit)
+    else:
+        check_partial_authority(events, audit)
+
+    # ---- step 8: consistency (§6), blobs (§7), attestations (§9)
+    check_consistency(read, manifest, cp, vk, audit, reported_missing)
+    keys, tasks, oids, _ = ad.summary_projections(
+        [(e.seq, e.recorded_at_ms, e.kind, e.author, e.payload) for e in events])
+    check_blobs(read, manifest, oids, audit)
+    if vk is not None:
+        check_attestations(read, by_seq, vk, cp.origin, tasks, audit)
+
+    # ---- step 9: summary (§8)
+    check_summary(read, cp, events, runs, keys, tasks, oids, audit)
+
+
+def proofs_shape(pj):
+    if not isinstance(pj, dict) or getattr(pj, "dup", False) or set(pj) != {"tree_size", "root", "inclusion"}:
+        return "not exactly {tree_size, root, inclusion}"
+    if not is_u64(pj["tree_size"]) or not isinstance(pj["root"], str) or not isinstance(pj["inclusion"], list):
+        return "a member has a wrong type"
+    for ent in pj["inclusion"]:
+        if not isinstance(ent, dict) or getattr(ent, "dup", False) or set(ent) != {"seq", "leaf_hash", "path"}:
+            return "an inclusion entry is not exactly {seq, leaf_hash, path}"
+        if not is_u64(ent["seq"]) or not isinstance(ent["leaf_hash"], str) or not (
+                isinstance(ent["path"], list) and all(isinstance(x, str) for x in ent["path"])):
+            return "an inclusion entry has a wrong type"
+    return None
+
+
 # ---------------------------------------------------------------------------
-# Keys and authority (§4.4, §10 step 7, DOMAIN.md §1.3)
+# §10 step 7: admission
 # ---------------------------------------------------------------------------
 
-def _payload(ev):
+def readmit_all(events, audit):
+    """A bundle from genesis: every event re-admitted with DOMAIN.md §8 steps
+    2-5 against the state folded from the admitted events before it; a
+    refused event is one `authority` and is not folded."""
+    st = ad.State()
+    for ev in events:
+        try:
+            doc = ad.admit(st, ev.seq, ev.recorded_at_ms, ev.kind, ev.author, ev.payload, ev.signature,
+                           check_signature=False)
+        except ad.Refused as r:
+            audit.add("authority", "events.bin", ev.seq, f"refused on re-admission: {r.code}: {r.message}")
+            continue
+        except Exception as e:  # the engine could not judge it: count it refused, and say so
+            audit.add("authority", "events.bin", ev.seq, f"refused on re-admission (checker error {e!r})")
+            audit.note(f"admission engine error at seq {ev.seq}: {e!r}")
+            continue
+        ad.fold(st, ev.seq, ev.recorded_at_ms, ev.kind, ev.author, ev.payload, doc)
+
+
+def check_partial_authority(events, audit):
+    keys = {}
+    flagged = set()
+    for ev in events:
+        s, t, a = ev.seq, ev.recorded_at_ms, ev.author.hex()
+        if s == 0:
+            try:
+                doc = ad.admit(ad.State(), 0, t, ev.kind, ev.author, ev.payload, ev.signature, check_signature=False)
+            except ad.Refused as r:
+                audit.add("authority", "events.bin", 0, f"refused on re-admission: {r.code}: {r.message}")
+                continue
+            keys[doc["ledger_key"]] = {"roles": ad._roles(doc["ledger_roles"]), "reg": 0, "rev": None,
+                                       "nb": None, "na": None}
+            keys[doc["admin_key"]] = {"roles": ["admin"], "reg": 0, "rev": None, "nb": None, "na": None}
+            continue
+        if ev.kind == "ledger.genesis":
+            audit.add("authority", "events.bin", s, "ledger.genesis after sequence 0")
+            continue
+        if ev.kind not in KIND_ROLES and not ev.kind.startswith("x-"):
+            audit.add("authority", "events.bin", s, f"unknown kind {ev.kind!r}")
+            continue
+        k = keys.get(a)
+        if k is None:
+            if a not in flagged:
+                flagged.add(a)
+                audit.add("missing_context", "events.bin", s, f"the registration of author {a} is not carried")
+            fold_key_event(keys, ev, audit, report=False)
+            continue
+        if k["rev"] is not None and k["rev"] < s:
+            audit.add("authority", "events.bin", s, f"key was revoked at seq {k['rev']}")
+            continue
+        if not (k["reg"] < s and (k["nb"] is None or k["nb"] <= t) and (k["na"] is None or t <= k["na"])):
+            audit.add("authority", "events.bin", s, "key is outside its validity window")
+            continue
+        need = EXT_ROLES if ev.kind.startswith("x-") else KIND_ROLES[ev.kind]
+        if not need & set(k["roles"]):
+            audit.add("authority", "events.bin", s,
+                      f"needs one of the roles {[r for r in ROLE_ORDER if r in need]}; has {k['roles']}")
+            continue
+        fold_key_event(keys, ev, audit, report=True)
+
+
+def fold_key_event(keys, ev, audit, report):
+    if ev.kind not in ("key.registered", "key.revoked"):
+        return
+    doc = ad.decode_payload(ev.kind, ev.payload)
+    if doc is None:
+        return
+    pk = doc["public_key"]
+    if ev.kind == "key.registered":
+        if pk in keys:
+            if report:
+                audit.add("authority", "events.bin", ev.seq, f"key {pk} already has a record")
+            return
+        keys[pk] = {"roles": ad._roles(doc["roles"]), "reg": ev.seq, "rev": None,
+                    "nb": doc.get("not_before_ms"), "na": doc.get("not_after_ms")}
+    else:
+        k = keys.get(pk)
+        if k is None:
+            return
+        if k["rev"] is not None:
+            if report:
+                audit.add("authority", "events.bin", ev.seq, f"key {pk} is already revoked")
+            return
+        k["rev"] = ev.seq
+
+
+# ---------------------------------------------------------------------------
+# §6 since.note and consistency.json
+# ---------------------------------------------------------------------------
+
+def check_consistency(read, manifest, cp, vk, audit, reported_missing):
+    since_size = manifest["scope"].get("since_size")
+    if since_size is None and "since.note" not in read and "consistency.json" not in read:
+        return
+    for f in ("since.note", "consistency.json"):
+        if f not in read and f not in reported_missing:
+            audit.add("missing_file", f, None, "needed by scope.since_size / --since")
+    if "since.note" not in read:
+        return
+    if vk is None:
+        audit.note("since.note not checked: no usable verifier key (BUNDLE.md §6)")
+        return
+    err, kind, text = ds.open_note_fmt(read["since.note"], vk)
+    if text is None:
+        audit.add("malformed", "since.note", None, "not UTF-8")
+        return
+    if kind is not None:
+        audit.add("checkpoint_signature", "since.note", None, err)
+        return
+    old = ds.parse_checkpoint_body(ds.unverified_body(text))
+    if old.origin != cp.origin:
+        audit.add("consistency", "since.note", None, f"origin {old.origin!r} is not the checkpoint's")
+    if since_size is not None and since_size != old.size:
+        audit.add("inconsistent", "manifest.json", None, f"scope.since_size {since_size} != since.note size {old.size}")
+    if "consistency.json" not in read:
+        return
+    try:
+        cj = strict_json(read["consistency.json"])
+    except (UnicodeDecodeError, ValueError) as e:
+        audit.add("malformed", "consistency.json", None, f"not JSON: {e}")
+        return
+    if (not isinstance(cj, dict) or getattr(cj, "dup", False)
+            or set(cj) != {"old_size", "old_root", "new_size", "new_root", "path"}
+            or not is_u64(cj["old_size"]) or not is_u64(cj["new_size"])
+            or not isinstance(cj["old_root"], str) or not isinstance(cj["new_root"], str)
+            or not isinstance(cj["path"], list) or not all(isinstance(x, str) for x in cj["path"])):
+        audit.add("malformed", "consistency.json", None, "not exactly {old_size, old_root, new_size, new_root, path}")
+        return
+    if (cj["old_size"] != old.size or cj["old_root"] != old.root.hex()
+            or cj["new_size"] != cp.size or cj["new_root"] != cp.root.hex()):
+        audit.add("consistency", "consistency.json", None, "old_*/new_* are not since.note's and the checkpoint's")
+    if not all(HEX64_LOWER.match(x) for x in cj["path"]):
+        audit.add("malformed", "consistency.json", None, "a path element is not 64 lower-case hex digits")
+        return
+    e = ds.verify_consistency(old.size, cp.size, old.root, cp.root, [bytes.fromhex(x) for x in cj["path"]])
+    if e:
+        audit.add("consistency", "consistency.json", None, f"consistency proof fails: {e}")
+
+
+# ---------------------------------------------------------------------------
+# §7 blobs
+# ---------------------------------------------------------------------------
+
+def check_blobs(read, manifest, oids, audit):
+    needed = set()
+    for o in oids.values():
+        if o["state"] == "live":
+            needed.add(o["sha256"])
+        elif o["state"] == "redacted" and o["removal"] is not None:
+            needed.add(o["removal"]["redacted_sha256"])
+    removed = {}  # digest -> removal.seq of the removing OID whose text sorts last
+    for oid in sorted(oids):
+        o = oids[oid]
+        if o["state"] in ("expired", "redacted") and o["sha256"] not in needed:
+            removed[o["sha256"]] = o["removal"]["seq"]
+    blobs = {p[6:]: read[p] for p in read if BLOB_RE.match(p)}
+    for h in sorted(blobs):
+        if hashlib.sha256(blobs[h]).hexdigest() != h:
+            audit.add("blob_digest", "blobs/" + h, None, "content's SHA-256 is not its name")
+        if h in removed:
+            audit.add("retention", "blobs/" + h, removed[h], f"content removed by event {removed[h]} is present")
+        elif h not in needed:
+            audit.add("unknown", "blobs/" + h, None, "content no carried OID needs")
+    if manifest["with_blobs"]:
+        for h in sorted(x for x in needed if isinstance(x, str)):
+            if h in blobs:
+                continue
+            regs = [oid for oid in sorted(oids) if oids[oid]["sha256"] == h]
+            audit.add("missing_blob", "blobs/" + h, oids[regs[-1]]["registered_seq"] if regs else None,
+                      "content a carried OID holds is absent")
+
+
+# ---------------------------------------------------------------------------
+# §9 attestations
+# ---------------------------------------------------------------------------
+
+PASS_WORDS = {"PASS", "PASSED", "pass", "ok", "true"}
+
+
+def _passed(v):
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str):
+        return v in PASS_WORDS
+    if isinstance(v, dict):
+        for k in ("passed", "ok", "result", "status"):
+            if k in v:
+                return _passed(v[k])
+    return None
+
+
+def test_pairs(payload: bytes):
+    try:
+        p = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    pairs = []
+    checks = p.get("checks") if isinstance(p, dict) else None
+    if isinstance(checks, dict):
+        for name in sorted(checks, key=lambda x: x.encode()):
+            ok = _passed(checks[name])
+            if ok is not None:
+                pairs.append((name, ok))
+    elif isinstance(checks, list):
+        for el in checks:
+            if isinstance(el, dict) and isinstance(el.get("name"), str):
+                ok = _passed(el)
+                if ok is not None:
+                    pairs.append((el["name"], ok))
+    elif isinstance(p, dict) and isinstance(p.get("name"), str):
+        ok = _passed(p)
+        if ok is not None:
+            pairs.append((p["name"], ok))
+    return pairs
+
+
+def expected_statement(name, ev, origin):
+    """BUNDLE.md §9: the statement Docket writes for `name` and event `ev`,
+    or None when the event has no such attestation."""
+    m = re.fullmatch(r"attestations/(verdict|check)-(\d+)\.(vsa|test-result)\.dsse\.json", name)
+    if not m or int(m.group(2)) != ev.seq:
+        return None
+    what, typ = m.group(1), m.group(3)
     try:
         p = json.loads(ev.payload.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
-    return p if isinstance(p, dict) else None
-
-
-def _opt_int(v):
-    return v is None or (isinstance(v, int) and not isinstance(v, bool))
-
-
-def fold_keys_and_check_authority(events, runs, audit):
-    """Fold genesis and key.* events (partial fold: failures change nothing)
-    and check each event's author. Returns the keys projection."""
-    keys = {}  # hex -> {roles, registered_seq, revoked_seq, nb, na}
-    ledger_key = None
-    full = bool(runs) and len(runs) == 1 and runs[0][0] == 0
-    if not full:
-        audit.note("authority: carried events do not start at 0 without gap; "
-                   "checked against the carried key events only (BUNDLE.md §10 step 7)")
+    if not isinstance(p, dict):
+        return None
+    task = ad.canonical_task_id(p.get("task_id")) or p.get("task_id")
+    subject = [{"name": f"docket://{origin}/tasks/{task}/{ev.kind}/{ev.seq}",
+                "digest": {"sha256": hashlib.sha256(ev.payload).hexdigest()}}]
+    binding = {"uri": f"docket://{origin}/log/{ev.seq}", "digest": {"sha256": ev.leaf_hash.hex()}}
+    verdict_kinds = ("verdict.issued", "verdict.imported", "verdict.deadline_passed")
+    if what == "verdict" and typ == "vsa":
+        if ev.kind not in verdict_kinds:
+            return None
+        passed = p.get("verdict") == "PASS"
+        verifier = {"id": f"docket://{origin}/keys/{ev.author.hex()}"}
+        eng = p.get("engine")
+        if isinstance(eng, dict):
+            verifier["engine"] = eng
+        pred = {"verifier": verifier, "timeVerified": rfc3339_ms(ev.recorded_at_ms),
+                "resourceUri": f"docket://{origin}/tasks/{task}",
+                "policy": {"uri": f"docket://{origin}/tasks/{task}/contract"},
+                "inputAttestations": [binding],
+                "verificationResult": "PASSED" if passed else "FAILED",
+                "verifiedLevels": ["DOCKET_VERDICT_PASS"] if passed else ["FAILED"],
+                "slsaVersion": "1.0"}
+        ptype = "https://slsa.dev/verification_summary/v1"
+    elif typ == "test-result" and ((what == "verdict" and ev.kind in verdict_kinds)
+                                   or (what == "check" and ev.kind == "check.recorded")):
+        pairs = test_pairs(ev.payload)
+        if what == "verdict" and not pairs:
+            return None
+        if pairs is None:
+            return None
+        pred = {"result": "PASSED" if pairs and all(ok for _, ok in pairs) else "FAILED",
+                "configuration": [binding],
+                # OBSERVED (BUNDLE.md §9 names `url` but not its value): the log URI
+                "url": f"docket://{origin}/log/{ev.seq}",
+                "passedTests": [n for n, ok in pairs if ok], "warnedTests": [],
+                "failedTests": [n for n, ok in pairs if not ok]}
+        ptype = "https://in-toto.io/attestation/test-result/v0.1"
     else:
-        audit.note("authority: whole prefix carried; roles, windows, revocations, genesis and key-event "
-                   "admission re-checked; the domain admission rules of other kinds (DOMAIN.md §8 table: "
-                   "schemas, tasks, OIDs, approvals, separation of duties, retention) are NOT re-checked")
-
-    def active(hexkey, s, t):
-        k = keys.get(hexkey)
-        if k is None or k["revoked_seq"] is not None:
-            return False
-        if not k["registered_seq"] < s:
-            return False
-        if k["nb"] is not None and t < k["nb"]:
-            return False
-        if k["na"] is not None and t > k["na"]:
-            return False
-        return True
-
-    for ev in events:
-        s, t, author = ev.seq, ev.recorded_at_ms, ev.author.hex()
-        p = _payload(ev)
-        # authority of the author
-        if ev.kind == "ledger.genesis":
-            if s != 0:
-                audit.add("authority", "events.bin", s, "ledger.genesis after seq 0")
-                continue
-        else:
-            if ev.kind in KIND_ROLES:
-                need = KIND_ROLES[ev.kind]
-            elif ev.kind.startswith("x-"):
-                need = EXT_ROLES
-            else:
-                need = set()
-                audit.add("authority", "events.bin", s, f"unknown kind {ev.kind!r}")
-            k = keys.get(author)
-            if k is None:
-                if full:
-                    audit.add("authority", "events.bin", s, "author key is not registered (unknown key)")
-                else:
-                    audit.add("missing_context", "events.bin", s,
-                              "the author's registration is not carried")
-            elif k["revoked_seq"] is not None and k["revoked_seq"] < s:
-                audit.add("authority", "events.bin", s, f"key was revoked at seq {k['revoked_seq']}")
-            elif not (k["registered_seq"] < s) or (k["nb"] is not None and t < k["nb"]) or \
-                    (k["na"] is not None and t > k["na"]):
-                audit.add("authority", "events.bin", s, "key is outside its validity window")
-            elif need and not (need & set(k["roles"])):
-                audit.add("authority", "events.bin", s,
-                          f"needs one of the roles {sorted(need, key=ROLE_ORDER.index)}; has {k['roles']}")
-        # fold
-        if ev.kind == "ledger.genesis" and s == 0 and p is not None:
-            lk, ak, roles = p.get("ledger_key"), p.get("admin_key"), p.get("ledger_roles")
-            if full:
-                if not (isinstance(ak, str) and HEX64.match(ak)) or (isinstance(lk, str) and ak.lower() == lk.lower()):
-                    audit.add("authority", "events.bin", 0, "admin_key missing, malformed or equal to ledger_key")
-                o = p.get("origin")
-                if not (isinstance(o, str) and o and "\n" not in o):
-                    audit.add("authority", "events.bin", 0, "origin is not one non-empty line")
-            if isinstance(lk, str) and HEX64.match(lk) and isinstance(roles, list):
-                ledger_key = lk.lower()
-                keys[ledger_key] = {"roles": _sort_roles(roles), "registered_seq": 0, "revoked_seq": None,
-                                    "nb": None, "na": None}
-            if isinstance(ak, str) and HEX64.match(ak):
-                keys.setdefault(ak.lower(), {"roles": ["admin"], "registered_seq": 0, "revoked_seq": None,
-                                             "nb": None, "na": None})
-        elif ev.kind == "key.registered":
-            pk = p.get("public_key") if p else None
-            roles = p.get("roles") if p else None
-            ok = (isinstance(pk, str) and HEX64.match(pk) and isinstance(roles, list) and roles
-                  and all(r in ROLE_ORDER for r in roles)
-                  and _opt_int(p.get("not_before_ms")) and _opt_int(p.get("not_after_ms")))
-            if not ok:
-                if full:
-                    audit.add("authority", "events.bin", s, "key.registered payload does not decode")
-                continue
-            if full and pk != pk.lower():
-                audit.add("authority", "events.bin", s, "public_key not spelled in lower-case hex")
-                continue
-            nb, na = p.get("not_before_ms"), p.get("not_after_ms")
-            if full and nb is not None and na is not None and nb > na:
-                audit.add("authority", "events.bin", s, "not_before_ms > not_after_ms")
-                continue
-            if full and not ds.key_is_acceptable(bytes.fromhex(pk)):
-                audit.add("authority", "events.bin", s, "registered key is non-canonical or of small order")
-            if pk.lower() in keys:
-                if full:
-                    audit.add("authority", "events.bin", s, "key already registered (ALREADY_EXISTS)")
-                continue
-            keys[pk.lower()] = {"roles": _sort_roles(roles), "registered_seq": s, "revoked_seq": None,
-                                "nb": p.get("not_before_ms"), "na": p.get("not_after_ms")}
-        elif ev.kind == "key.revoked":
-            pk = p.get("public_key") if p else None
-            if not (isinstance(pk, str) and HEX64.match(pk)):
-                if full:
-                    audit.add("authority", "events.bin", s, "key.revoked payload does not decode")
-                continue
-            if full and pk != pk.lower():
-                audit.add("authority", "events.bin", s, "public_key not spelled in lower-case hex")
-                continue
-            k = keys.get(pk.lower())
-            if k is None:
-                if full:
-                    audit.add("authority", "events.bin", s, "revoked key has no record (NOT_FOUND)")
-                continue
-            if k["revoked_seq"] is not None:
-                if full:
-                    audit.add("authority", "events.bin", s, "key already revoked")
-                continue
-            if full:
-                if pk.lower() == ledger_key:
-                    audit.add("authority", "events.bin", s, "refusing to revoke the ledger key")
-                    continue
-                if "admin" in k["roles"]:
-                    n_active = sum(1 for h, r in keys.items() if "admin" in r["roles"] and active(h, s, t))
-                    if n_active < 2:
-                        audit.add("authority", "events.bin", s, "refusing to revoke the last active admin key")
-                        continue
-            k["revoked_seq"] = s
-    return keys
-
-
-def fold_summary_keys(events):
-    """The keys of summary.json: genesis and key.* folded with no admission
-    (BUNDLE.md §8). Observed with docket 0.1: a second key.registered of a
-    key replaces its record; a key.revoked of an unknown key changes nothing."""
-    keys = {}
-    for ev in events:
-        p = _payload(ev)
-        if p is None:
-            continue
-        if ev.kind == "ledger.genesis" and ev.seq == 0:
-            lk, ak, roles = p.get("ledger_key"), p.get("admin_key"), p.get("ledger_roles")
-            if isinstance(lk, str) and HEX64.match(lk) and isinstance(roles, list):
-                keys[lk.lower()] = {"roles": _sort_roles(roles), "registered_seq": 0, "revoked_seq": None}
-            if isinstance(ak, str) and HEX64.match(ak):
-                keys[ak.lower()] = {"roles": ["admin"], "registered_seq": 0, "revoked_seq": None}
-        elif ev.kind == "key.registered":
-            pk, roles = p.get("public_key"), p.get("roles")
-            if isinstance(pk, str) and HEX64.match(pk) and isinstance(roles, list) \
-                    and all(r in ROLE_ORDER for r in roles):
-                keys[pk.lower()] = {"roles": _sort_roles(roles), "registered_seq": ev.seq, "revoked_seq": None}
-        elif ev.kind == "key.revoked":
-            pk = p.get("public_key")
-            if isinstance(pk, str) and pk.lower() in keys:
-                keys[pk.lower()]["revoked_seq"] = ev.seq
-    return keys
-
-
-def _sort_roles(roles):
-    rs = [r for r in ROLE_ORDER if r in roles]
-    return rs
-
-
-# ---------------------------------------------------------------------------
-# OID registry (DOMAIN.md §4.3, §8.1; RETENTION.md "Fold") for §7 and §8
-# ---------------------------------------------------------------------------
-
-ARTIFACT_TYPE_NAMES = {"patch.diff", "selftest.log", "report.md", "submit.json"}
-
-
-def fold_oids(events):
-    tasks = {}  # canonical id -> retention_class
-    oids = {}
-    explicit_pin = {}
-    for ev in events:
-        p = _payload(ev)
-        if p is None:
-            continue
-        if ev.kind == "task.registered":
-            tid = _canon_task(p.get("task_id"))
-            if tid and tid not in tasks:
-                rc = p.get("retention_class", "routine")
-                tasks[tid] = rc if rc in ("routine", "high_impact", "pinned") else "routine"
-        elif ev.kind == "evidence.registered":
-            tid = _canon_task(p.get("task_id"))
-            if tid not in tasks:
-                continue
-            oid = ds.oid_for(ev.author, ev.kind.encode(), ev.payload, ev.recorded_at_ms)
-            if oid in oids:
-                continue
-            name = p.get("name")
-            et = p.get("evidence_type")
-            rc = p.get("retention_class") or tasks[tid]
-            oids[oid] = {
-                "sha256": p.get("sha256"), "size": p.get("size"), "evidence_type": et,
-                "media_type": p.get("media_type"), "task_id": tid, "retention_class": rc,
-                "name": name,
-                "artifact_name": name if name else (et if et in ARTIFACT_TYPE_NAMES else f"evidence/{oid}"),
-                "registered_seq": ev.seq, "registered_at_ms": ev.recorded_at_ms,
-                "registered_by": ev.author.hex(), "state": "live", "pinned": rc == "pinned",
-                "removal": None,
-            }
-        elif ev.kind == "verdict.imported":
-            tid = _canon_task(p.get("task_id"))
-            if tid not in tasks:
-                continue
-            arts = []
-            if isinstance(p.get("verdict_json"), dict):
-                arts.append(p["verdict_json"])
-            else:
-                arts.append(None)
-            arts += [a for a in (p.get("artifacts") or []) if isinstance(a, dict)]
-            for i, a in enumerate(arts):
-                if a is None:
-                    continue
-                oid = ds.imported_oid(ev.author, ev.kind.encode(), ev.payload, ev.recorded_at_ms, i)
-                if oid in oids:
-                    continue
-                # Field mapping for imported files is not documented: best guess.
-                oids[oid] = {
-                    "sha256": a.get("sha256"), "size": a.get("size"), "evidence_type": a.get("evidence_type"),
-                    "media_type": a.get("media_type"), "task_id": tid, "retention_class": tasks[tid],
-                    "name": a.get("path"), "artifact_name": a.get("path"),
-                    "registered_seq": ev.seq, "registered_at_ms": ev.recorded_at_ms,
-                    "registered_by": ev.author.hex(), "state": "live", "pinned": tasks[tid] == "pinned",
-                    "removal": None,
-                }
-        elif ev.kind in ("retention.pinned", "retention.unpinned", "retention.reclassified",
-                         "retention.redacted", "evidence.expired"):
-            o = oids.get(p.get("oid"))
-            if o is None:
-                continue
-            oid = p["oid"]
-            if ev.kind == "retention.pinned":
-                if o["state"] == "expired" or o["pinned"]:
-                    continue
-                explicit_pin[oid] = True
-                o["pinned"] = True
-            elif ev.kind == "retention.unpinned":
-                if not o["pinned"]:
-                    continue
-                explicit_pin[oid] = False
-                if o["retention_class"] == "pinned":
-                    c = p.get("class")
-                    tc = tasks.get(o["task_id"], "routine")
-                    o["retention_class"] = c if c else (tc if tc != "pinned" else "routine")
-                o["pinned"] = o["retention_class"] == "pinned"
-            elif ev.kind == "retention.reclassified":
-                c = p.get("class")
-                if o["state"] == "expired" or c not in ("routine", "high_impact", "pinned"):
-                    continue
-                o["retention_class"] = c
-                o["pinned"] = c == "pinned" or explicit_pin.get(oid, False)
-            elif ev.kind == "retention.redacted":
-                if o["state"] == "expired":
-                    continue
-                o["state"] = "redacted"
-                # BUNDLE.md §7: only the OID's *original* sha256 is ever "removed"
-                if "_removed" not in o:
-                    o["_removed"] = [(o["sha256"], ev.seq)]
-                o["removal"] = {"seq": ev.seq, "at_ms": ev.recorded_at_ms, "reason": p.get("reason"),
-                                "redacted_sha256": p.get("redacted_sha256"),
-                                "redacted_size": p.get("redacted_size")}
-            elif ev.kind == "evidence.expired":
-                if o["state"] == "expired":
-                    continue
-                if "_removed" not in o:
-                    o["_removed"] = [(o["sha256"], ev.seq)]
-                o["state"] = "expired"
-                reason = p.get("reason") or f"expired under the {o['retention_class']} retention class"
-                # Observed with the real exporter (not in the docs): an expiry replaces the whole
-                # removal record, redacted_* become null even for a redacted OID.
-                o["removal"] = {"seq": ev.seq, "at_ms": ev.recorded_at_ms, "reason": reason,
-                                "redacted_sha256": None, "redacted_size": None}
-    return oids, tasks
-
-
-def _canon_task(t):
-    if not isinstance(t, str):
         return None
-    s = t.strip().lower()
-    if s.startswith("urn:uuid:"):
-        s = s[9:]
-    s = s.strip("{}").replace("-", "")
-    if not re.fullmatch(r"[0-9a-f]{32}", s):
-        return None
-    return f"{s[:8]}-{s[8:12]}-{s[12:16]}-{s[16:20]}-{s[20:]}"
+    return {"_type": "https://in-toto.io/Statement/v1", "subject": subject,
+            "predicateType": ptype, "predicate": pred}
 
 
-def check_blobs(files, manifest, oids, audit):
-    needed, removed = set(), {}
-    for o in oids.values():
-        if o["state"] == "live":
-            needed.add(o["sha256"])
-        elif o["state"] == "redacted" and o["removal"]:
-            needed.add(o["removal"]["redacted_sha256"])
-    for o in oids.values():
-        for dig, seq in o.get("_removed", []):
-            if dig not in needed:
-                removed[dig] = seq
-    blobs = {p[6:]: c for p, c in files.items() if p.startswith("blobs/")}
-    for name, content in sorted(blobs.items()):
-        if hashlib.sha256(content).hexdigest() != name:
-            audit.add("blob_digest", "blobs/" + name, None, "content's SHA-256 differs from its name")
-    if manifest.get("with_blobs") is True:
-        for d in sorted(x for x in needed if isinstance(x, str)):
-            if d not in blobs:
-                regs = [o["registered_seq"] for o in oids.values()
-                        if (o["state"] == "live" and o["sha256"] == d)
-                        or (o["state"] == "redacted" and (o["removal"] or {}).get("redacted_sha256") == d)]
-                audit.add("missing_blob", "blobs/" + d, min(regs) if regs else None,
-                          "content a carried OID holds is absent")
-    for d, seq in sorted(removed.items()):
-        if d in blobs:
-            audit.add("retention", "blobs/" + d, seq, f"content removed by event {seq} is present")
-    for d in sorted(blobs):
-        if d not in needed and d not in removed:
-            audit.add("unknown", "blobs/" + d, None, "blob no carried OID needs or removed")
-
-
-# ---------------------------------------------------------------------------
-# Consistency (§6) and attestations (§9)
-# ---------------------------------------------------------------------------
-
-def check_consistency(files, manifest, cp, vk, audit):
-    scope = manifest.get("scope") if isinstance(manifest.get("scope"), dict) else {}
-    since_size = scope.get("since_size")
-    have = "since.note" in files or "consistency.json" in files
-    if since_size is None and not have:
-        return
-    for f in ("since.note", "consistency.json"):
-        if f not in files:
-            audit.add("missing_file", f, None, "required with since_size / --since")
-    if "since.note" not in files or "consistency.json" not in files:
-        return
-    old = None
+def _strip_version(st):
     try:
-        note = ds.open_note_unverified(files["since.note"])
-        if vk is not None:
-            err = ds.note_signature_status(note, vk)
-            if err:
-                audit.add("checkpoint_signature", "since.note", None, err)
-        old = ds.parse_checkpoint_body(note.body)
-    except ds.NoteError as e:
-        audit.add("malformed", "since.note", None, str(e))
-    if old is not None and since_size is not None and since_size != old.size:
-        audit.add("inconsistent", "manifest.json", None, "scope.since_size != since.note size")
-    if old is not None and cp is not None and old.origin != cp.origin:
-        audit.add("consistency", "since.note", None, "since.note origin differs from the checkpoint's")
-    c = jload(files, "consistency.json", audit)
-    if not isinstance(c, dict):
-        return
-    try:
-        o_size, n_size = c["old_size"], c["new_size"]
-        o_root, n_root = parse_hex32(c["old_root"]), parse_hex32(c["new_root"])
-        path = [parse_hex32(x) for x in c["path"]]
-        if o_root is None or n_root is None or any(x is None for x in path):
-            raise ValueError
-    except (KeyError, TypeError, ValueError):
-        audit.add("malformed", "consistency.json", None, "not {old_size, old_root, new_size, new_root, path}")
-        return
-    if old is not None and (o_size != old.size or o_root != old.root):
-        audit.add("consistency", "consistency.json", None, "old_* differ from since.note")
-    if cp is not None and (n_size != cp.size or n_root != cp.root):
-        audit.add("consistency", "consistency.json", None, "new_* differ from checkpoint.note")
-    err = ds.verify_consistency(o_size, n_size, o_root, n_root, path)
-    if err:
-        audit.add("consistency", "consistency.json", None, f"consistency proof fails: {err}")
+        st = json.loads(json.dumps(st))
+        st["predicate"]["verifier"].pop("version", None)
+    except (KeyError, TypeError, AttributeError):
+        pass
+    return st
 
 
-def check_attestations(files, events_by_seq, vk, origin, audit):
-    import base64
-    for path in sorted(p for p in files if p.startswith("attestations/")):
-        env = jload(files, path, audit)
-        if env is None:
-            continue
+def check_attestations(read, by_seq, vk, origin, tasks, audit):
+    for path in sorted((p for p in read if p.startswith("attestations/")), key=lambda p: p.encode()):
         try:
-            ptype = env["payloadType"]
-            body = base64.b64decode(env["payload"], validate=True)
-            sigs = env["signatures"]
-            pae = b"DSSEv1 %d %s %d %s" % (len(ptype.encode()), ptype.encode(), len(body), body)
-        except (KeyError, TypeError, ValueError) as e:
-            audit.add("malformed", path, None, f"not a DSSE envelope: {e}")
+            env = json.loads(read[path].decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            env = None
+        if not (isinstance(env, dict) and isinstance(env.get("payloadType"), str)
+                and isinstance(env.get("payload"), str) and isinstance(env.get("signatures"), list)
+                and all(isinstance(s, dict) and isinstance(s.get("sig"), str) for s in env["signatures"])):
+            audit.add("malformed", path, None, "not a DSSE envelope")
             continue
+        ptype = env["payloadType"]
+        if ptype != "application/vnd.in-toto+json":
+            audit.add("attestation", path, None, f"payloadType {ptype!r}")
+        try:
+            body = ds.b64_strict(env["payload"])
+        except (ValueError, binascii.Error):
+            audit.add("attestation", path, None, "payload is not base64")
+            continue
+        pt = ptype.encode()
+        pae = b"DSSEv1 %d %s %d %s" % (len(pt), pt, len(body), body)
         ok = False
-        if vk is not None:
-            for s in sigs if isinstance(sigs, list) else []:
-                try:
-                    sig = base64.b64decode(s.get("sig", ""), validate=True)
-                except (ValueError, AttributeError):
-                    continue
-                if ds.verify_rule(vk.public_key, pae, sig) is None:
-                    ok = True
+        for s in env["signatures"]:
+            try:
+                sig = ds.b64_strict(s["sig"])
+            except (ValueError, binascii.Error):
+                continue
+            if len(sig) == 64 and ds.verify_strict(vk.public_key, pae, sig):
+                ok = True
+                break
         if not ok:
-            audit.add("attestation", path, None, "no DSSE signature by the ledger key verifies")
-        try:
-            st = json.loads(body)
-            pred = st.get("predicate", {})
-            binds = pred.get("inputAttestations") or pred.get("configuration") or []
-        except (ValueError, AttributeError):
-            audit.add("attestation", path, None, "statement does not parse")
+            audit.add("attestation", path, None, "no DSSE signature verifies with the key in use (FORMAT.md §1.2)")
             continue
-        m = re.search(r"-(\d+)\.", path)
-        seq = int(m.group(1)) if m else None
-        found = False
-        for b in binds if isinstance(binds, list) else []:
-            if not isinstance(b, dict):
+        try:
+            st = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            audit.add("malformed", path, None, "the statement is not JSON")
+            continue
+        if not isinstance(st, dict) or st.get("_type") != "https://in-toto.io/Statement/v1":
+            audit.add("attestation", path, None, "_type is not the in-toto Statement v1 URI")
+        pred = st.get("predicate") if isinstance(st, dict) else None
+        arr = None
+        if isinstance(pred, dict):
+            arr = pred["inputAttestations"] if "inputAttestations" in pred else pred.get("configuration")
+        bound = None
+        for el in arr if isinstance(arr, list) else []:
+            if not isinstance(el, dict) or not isinstance(el.get("uri"), str):
                 continue
-            uri = b.get("uri", "")
-            mm = re.fullmatch(r"docket://(.+)/log/(\d+)", uri)
-            if not mm:
+            dg = el.get("digest")
+            if not isinstance(dg, dict) or not isinstance(dg.get("sha256"), str):
                 continue
-            found = True
-            s = int(mm.group(2))
-            ev = events_by_seq.get(s)
-            if mm.group(1) != origin or ev is None or \
-                    (b.get("digest") or {}).get("sha256") != ev.leaf_hash.hex():
-                audit.add("attestation", path, s, "binding to the log does not match a carried event")
-        if not found:
-            audit.add("attestation", path, seq, "no docket://<origin>/log/<seq> binding")
+            m = re.fullmatch(r"docket://(.*)/log/([0-9]+)", el["uri"])
+            if not m or m.group(1) != origin:
+                continue
+            s = int(m.group(2))
+            ev = by_seq.get(s)
+            if ev is not None and ev.leaf_hash.hex() == dg["sha256"]:
+                bound = ev
+            else:
+                audit.add("attestation", path, s, "binds to no carried event with that leaf hash")
+        if bound is None:
+            audit.add("attestation", path, None, "binds to no carried event")
+            continue
+        exp = expected_statement(path, bound, origin)
+        if exp is None or _strip_version(exp) != _strip_version(st):
+            audit.add("attestation", path, bound.seq, "the statement is not the one its event gives under this name")
 
 
 # ---------------------------------------------------------------------------
-# Summary (§8)
+# §8 summary.json
 # ---------------------------------------------------------------------------
 
-def check_summary(files, audit, tree_size, events, runs, keys, oids):
-    s = jload(files, "summary.json", audit)
-    if s is None:
+def check_summary(read, cp, events, runs, keys, tasks, oids, audit):
+    raw = read.get("summary.json")
+    if raw is None:
         return
-    if not isinstance(s, dict):
-        audit.add("malformed", "summary.json", None, "not a JSON object")
+    try:
+        s = json.loads(raw.decode("utf-8"), parse_constant=_no_const)
+    except (UnicodeDecodeError, ValueError) as e:
+        audit.add("malformed", "summary.json", None, f"not JSON: {e}")
         return
     kinds = {}
     for ev in events:
         kinds[ev.kind] = kinds.get(ev.kind, 0) + 1
-    exp = {
-        "format": "docket.summary/1",
-        "tree_size": tree_size,
-        "events": len(events),
-        "ranges": [list(r) for r in runs],
-        "kinds": kinds,
-        "keys": {h: {"roles": k["roles"], "registered_seq": k["registered_seq"], "revoked_seq": k["revoked_seq"]}
-                 for h, k in keys.items()},
-        "oids": {o: {k: v for k, v in r.items() if not k.startswith("_")} for o, r in oids.items()},
-    }
-    diffs = []
-    for k, v in exp.items():
-        if s.get(k) != v:
-            diffs.append(k)
-    extra = set(s) - set(exp) - {"tasks"}
-    if extra:
-        diffs.append(f"unexpected members {sorted(extra)}")
-    if "tasks" not in s:
-        diffs.append("tasks missing")
-    if diffs:
-        audit.add("summary_mismatch", "summary.json", None, "differs from the recomputed fold in: " + ", ".join(diffs))
-    audit.note("summary: format, tree_size, events, ranges, kinds, keys and oids recomputed; "
-               "tasks (verdicts projection) NOT verified")
+    exp = json.loads(json.dumps({
+        "format": "docket.summary/1", "tree_size": cp.size, "events": len(events),
+        "ranges": [list(r) for r in runs], "kinds": kinds, "keys": keys, "tasks": tasks, "oids": oids}))
+    if s != exp:
+        diff = sorted(set(s) ^ set(exp)) if isinstance(s, dict) else ["not an object"]
+        if isinstance(s, dict):
+            diff += [k for k in exp if k in s and s[k] != exp[k]]
+        audit.add("summary_mismatch", "summary.json", None, "differs from the recomputed summary in: " + ", ".join(diff))
 
 
 # ---------------------------------------------------------------------------
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trusted-key", help="verifier key file, or the key text itself")
+    ap.add_argument("--trusted-key", help="verifier key text, or a file holding one")
     ap.add_argument("--allow-external-ref", action="store_true")
-    ap.add_argument("--json", action="store_true", help="print {ok, exit_code, report} like docket audit --json")
+    ap.add_argument("--json", action="store_true", help="print {ok, exit_code, trust, report} like docket audit --json")
     ap.add_argument("bundle")
     a = ap.parse_args(argv)
     tk = None
     if a.trusted_key is not None:
-        tk = a.trusted_key
-        if os.path.isfile(tk):
-            with open(tk, encoding="utf-8") as fh:
-                tk = fh.read()
+        tk = a.trusted_key.strip()
         try:
-            ds.parse_vkey(tk)
-        except ds.NoteError as e:
-            print(f"usage: invalid --trusted-key: {e}", file=sys.stderr)
-            return 64
-    if not os.path.exists(a.bundle):
-        print(f"bundle {a.bundle} does not exist", file=sys.stderr)
-        return 4
+            ds.parse_vkey_fmt(tk)
+        except ds.NoteError:
+            try:
+                with open(a.trusted_key, encoding="utf-8") as fh:
+                    tk = fh.read().strip()
+            except (OSError, UnicodeDecodeError) as e:
+                if os.path.exists(a.trusted_key) or "/" in a.trusted_key:
+                    print(json.dumps({"error": f"cannot read the trusted key: {e}", "exit_code": 4})
+                          if a.json else f"cannot read the trusted key: {e}", file=sys.stdout if a.json else sys.stderr)
+                    return 4
+                print(json.dumps({"error": "unparsable --trusted-key", "exit_code": 64})
+                      if a.json else "usage: unparsable --trusted-key", file=sys.stdout if a.json else sys.stderr)
+                return 64
+            try:
+                ds.parse_vkey_fmt(tk)
+            except ds.NoteError as e:
+                print(json.dumps({"error": f"unparsable --trusted-key: {e}", "exit_code": 64})
+                      if a.json else f"usage: unparsable --trusted-key: {e}", file=sys.stdout if a.json else sys.stderr)
+                return 64
     audit = audit_bundle(a.bundle, tk, a.allow_external_ref)
     code = audit.exit_code()
+    om = audit.omitted()
     if a.json:
-        print(json.dumps({"ok": code == 0, "exit_code": code, "report": {"findings": audit.findings}}))
+        rep = {"bundle": a.bundle, **audit.info, "findings": audit.listed(),
+               "findings_omitted": len(om), "findings_omitted_exit_code": Audit._code(om)}
+        print(json.dumps({"ok": code == 0, "exit_code": code, "trust": audit.info.get("trust"), "report": rep}))
     else:
-        for f in audit.findings:
+        for f in audit.listed():
             print(json.dumps(f))
+        if om:
+            print(json.dumps({"findings_omitted": len(om), "findings_omitted_exit_code": Audit._code(om)}))
     for n in audit.notes:
         print("note: " + n, file=sys.stderr)
     return code

@@ -1770,7 +1770,7 @@ def fold(st, seq, t, kind, author, payload, doc):
     if kind == "ledger.genesis":
         st.origin, st.ledger_key = doc["origin"], doc["ledger_key"]
         base = {"label": None, "not_after_ms": None, "not_before_ms": None, "registered_by": doc["ledger_key"],
-                "registered_seq": 0, "revoked_reason": None, "revoked_seq": None}
+                "registered_seq": seq, "revoked_reason": None, "revoked_seq": None}
         st.keys[doc["ledger_key"]] = dict(base, roles=_roles(doc["ledger_roles"]))
         st.keys[doc["admin_key"]] = dict(base, roles=["admin"], label="genesis admin")
     elif kind == "key.registered":

@@ -108,6 +108,32 @@ fn range_as_of_since_and_tar_exports_audit_clean() {
 }
 
 #[test]
+fn a_run_of_one_event_without_its_proof_is_reported_once() {
+    // Given a bundle of the single event 20 (a run a = b) with every proof dropped
+    let w = World::standard();
+    let mut files = build(
+        &w.log,
+        &ExportOptions {
+            from: Some(20),
+            to: Some(20),
+            ..Default::default()
+        },
+    );
+    edit_proofs(&mut files, |p| p.inclusion.clear());
+    reseal(&mut files);
+    // When it is audited
+    let r = audit(&files, Some(w.trusted()));
+    // Then each run end lacks a proof once, and the one-event run has one end
+    assert!(r.ranges.contains(&[20, 20]), "ranges {:?}", r.ranges);
+    let mut per_seq = BTreeMap::new();
+    for f in r.findings.iter().filter(|f| f.kind == FindingKind::MissingProof) {
+        *per_seq.entry(f.seq).or_insert(0) += 1;
+    }
+    assert_eq!(per_seq.get(&Some(20)), Some(&1), "{:?}", r.findings);
+    assert!(per_seq.values().all(|n| *n == 1), "{per_seq:?}");
+}
+
+#[test]
 fn exports_are_deterministic() {
     let w = World::standard();
     let a = build(&w.log, &ExportOptions::default());

@@ -961,7 +961,9 @@ impl<'o> Auditor<'o> {
             }
         }
         for [a, b] in self.report.ranges.clone() {
-            for seq in [a, b] {
+            // A run of one event (a == b) has one end, reported once.
+            let ends: &[u64] = if a == b { &[a] } else { &[a, b] };
+            for &seq in ends {
                 if !proven.contains(&seq)
                     && (seq < cp.size)
                     && !self.has_finding_at(FindingKind::Inclusion, seq)
@@ -972,7 +974,13 @@ impl<'o> Auditor<'o> {
                         Some(seq),
                         format!(
                             "no verified inclusion proof for the {} event of the run {a}..={b}",
-                            if seq == a { "first" } else { "last" }
+                            if a == b {
+                                "only"
+                            } else if seq == a {
+                                "first"
+                            } else {
+                                "last"
+                            }
                         ),
                     );
                 }

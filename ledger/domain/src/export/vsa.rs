@@ -316,4 +316,12 @@ mod tests {
         body.payload = B64.encode(b"[]");
         assert!(verify(&body, &key.verifying_key()).is_err());
     }
+
+    #[test]
+    fn time_verified_drops_trailing_zero_milliseconds() {
+        assert_eq!(rfc3339(1_000), "1970-01-01T00:00:01Z");
+        assert_eq!(rfc3339(1_500), "1970-01-01T00:00:01.5Z");
+        assert_eq!(rfc3339(1_230), "1970-01-01T00:00:01.23Z");
+        assert_eq!(rfc3339(1_234), "1970-01-01T00:00:01.234Z");
+    }
 }

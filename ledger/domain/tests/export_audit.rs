@@ -126,7 +126,11 @@ fn a_run_of_one_event_without_its_proof_is_reported_once() {
     // Then each run end lacks a proof once, and the one-event run has one end
     assert!(r.ranges.contains(&[20, 20]), "ranges {:?}", r.ranges);
     let mut per_seq = BTreeMap::new();
-    for f in r.findings.iter().filter(|f| f.kind == FindingKind::MissingProof) {
+    for f in r
+        .findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::MissingProof)
+    {
         *per_seq.entry(f.seq).or_insert(0) += 1;
     }
     assert_eq!(per_seq.get(&Some(20)), Some(&1), "{:?}", r.findings);

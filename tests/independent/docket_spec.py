@@ -71,13 +71,15 @@ def _is_identity(p1):
     return x % P == 0 and (y - z) % P == 0
 
 
-def _recover_x(y, sign):
-    """RFC 8032 §5.1.3 with its failure cases; None on failure."""
+def _recover_x(y, sign, strict=True):
+    """RFC 8032 §5.1.3 with its failure cases; None on failure. strict=False
+    is FORMAT.md §1.2's lenient decoding: the caller reduces y mod p, and
+    x = 0 with the sign bit set is not a failure."""
     if y >= P:
         return None
     x2 = (y * y - 1) * pow(D * y * y + 1, P - 2, P) % P
     if x2 == 0:
-        if sign:
+        if sign and strict:
             return None
         return 0
     x = pow(x2, (P + 3) // 8, P)
@@ -357,31 +359,22 @@ class VerifierKey:
 
 
 def parse_vkey(text: str) -> VerifierKey:
+    """A verifier key exactly as Docket writes it (FORMAT.md §1.3): §8.6's
+    parser, then one line, the canonical spelling (lower-case key ID) and a
+    strictly acceptable point (§1.1)."""
     t = text
     if t.endswith("\n"):
         t = t[:-1]
     if "\n" in t or "\r" in t:
         raise NoteError("verifier key is not one line")
-    parts = t.split("+", 2)  # base64 may itself contain "+"
-    if len(parts) != 3:
-        raise NoteError("verifier key is not name+keyid+base64")
-    name, hid, b64 = parts
-    if not valid_key_name(name):
+    vk, canon = parse_vkey_fmt(t)
+    if canon != t:
+        raise NoteError("verifier key is not in the canonical form (lower-case key ID)")
+    if not valid_key_name(vk.name):
         raise NoteError("invalid key name")
-    if not re.fullmatch(r"[0-9a-f]{8}", hid):
-        raise NoteError("key ID is not 8 lower-case hex digits")
-    try:
-        raw = b64_strict(b64)
-    except (ValueError, binascii.Error) as e:
-        raise NoteError(f"key base64: {e}")
-    if len(raw) != 33 or raw[0] != 0x01:
-        raise NoteError("key is not 0x01 || 32 bytes")
-    pub = raw[1:]
-    if not key_is_acceptable(pub):
+    if not key_is_acceptable(vk.public_key):
         raise NoteError("public key is not a valid (canonical, not small-order) Ed25519 point")
-    if key_id(name, pub).hex() != hid:
-        raise NoteError("stated key ID differs from the computed one")
-    return VerifierKey(name, bytes.fromhex(hid), pub, t)
+    return VerifierKey(vk.name, vk.key_id, vk.public_key, t)
 
 
 EM_DASH = "\u2014"
@@ -529,17 +522,9 @@ def decode_point_lenient(b: bytes):
     n = int.from_bytes(b, "little")
     sign = n >> 255
     y = (n & ((1 << 255) - 1)) % P
-    x2 = (y * y - 1) * pow(D * y * y + 1, P - 2, P) % P
-    if x2 == 0:
-        x = 0
-    else:
-        x = pow(x2, (P + 3) // 8, P)
-        if (x * x - x2) % P != 0:
-            x = x * SQRT_M1 % P
-        if (x * x - x2) % P != 0:
-            return None
-        if (x & 1) != sign:
-            x = P - x
+    x = _recover_x(y, sign, strict=False)
+    if x is None:
+        return None
     return (x, y, 1, x * y % P)
 
 

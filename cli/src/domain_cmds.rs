@@ -265,7 +265,8 @@ pub enum VerdictCmd {
         as_of: Option<String>,
     },
     /// Issue an `scc.verdict.v1` document as an external verifier (the file
-    /// is sent byte for byte; verifier key).
+    /// is sent byte for byte; verifier key). Exit 0 when a PASS is recorded,
+    /// 5 when a FAIL is, 2 refused (nothing recorded), 4 no such task.
     Issue {
         /// The `scc.verdict.v1` JSON file.
         file: PathBuf,
@@ -500,8 +501,15 @@ pub fn run(cmd: &DomainCmd, ctx: &Ctx) -> Result<u8> {
         }
         DomainCmd::Verdict(VerdictCmd::Rules(a)) => crate::verdict_import::run_rules(ctx, a),
         DomainCmd::Verdict(VerdictCmd::Issue { file, key }) => {
-            let st = Statement::sign(kinds::VERDICT_ISSUED, read_file(file)?, &load_key(key)?);
-            append_statement(ctx, st)
+            let bytes = read_file(file)?;
+            // The exit code follows the verdict recorded (README "Exit
+            // codes": 5 for a FAIL), as for `submit` and `verdict import`;
+            // the ledger has admitted the document when this is read.
+            let fail = serde_json::from_slice::<Value>(&bytes)
+                .is_ok_and(|doc| doc.get("verdict").and_then(Value::as_str) == Some("FAIL"));
+            let st = Statement::sign(kinds::VERDICT_ISSUED, bytes, &load_key(key)?);
+            let code = append_statement(ctx, st)?;
+            Ok(if fail { exit::HARD_FAIL } else { code })
         }
         DomainCmd::Approval(a) => approval(ctx, a),
         DomainCmd::Execution(ExecutionCmd::Record { file, task, key }) => {

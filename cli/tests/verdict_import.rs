@@ -2,8 +2,8 @@
 //! `docket verdict import RUN_DIR --task ID --key VERIFIER_KEY` (good,
 //! missing and malformed `evidence/verdict.json`, a missing evidence path,
 //! refused keys; embedded and through `docket serve`), `docket verdict
-//! deadlines`, and `docket verify --reproduce TASK` on an untouched and on a
-//! tampered ledger.
+//! deadlines`, `docket verify --reproduce TASK` on an untouched and on a
+//! tampered ledger, and the exit codes of `docket verdict issue`.
 
 mod support;
 
@@ -147,7 +147,10 @@ fn reproduce(data: &Path, task: &str) -> Output {
 fn tamper_blob(data: &Path, sha: &str, content: &[u8]) {
     let path = data.join("blobs").join(&sha[..2]).join(sha);
     let mut perms = std::fs::metadata(&path).unwrap().permissions();
-    #[allow(clippy::permissions_set_readonly_false)]
+    #[allow(
+        clippy::permissions_set_readonly_false,
+        reason = "the test tampers with a stored blob, which the store keeps read-only"
+    )]
     perms.set_readonly(false);
     std::fs::set_permissions(&path, perms).unwrap();
     std::fs::write(&path, content).unwrap();
@@ -353,6 +356,117 @@ fn good_missing_and_malformed_verdict_json_embedded() {
     let v = json_of(code(&import(&data, None, &root.join("nope"), &t4, &ver), 5));
     assert_eq!(v["fail_class"], "verdict_missing");
     assert_eq!(show(&data, &t4).1["fail_class"], "verdict_missing");
+}
+
+/// Seed 001: "if `verdict.json` is missing, treat the run as FAIL". Two
+/// runs that both lack it are two facts (each records when it was looked
+/// at), so a later one is not swallowed as a duplicate of the first.
+#[test]
+fn a_second_run_without_verdict_json_after_a_pass_fails_the_task() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    let data = root.join("ledger");
+    code(&run(&data, None, &["init"]), 0);
+    let ver = key(root, &data, "ver", "verifier");
+    let t = task(root, &data, 7, None);
+    let missing = run_dir(root, "missing", None, &[]);
+    let good = run_dir(
+        root,
+        "good",
+        Some(PASS),
+        &[
+            ("evidence/test.log", "ok\n"),
+            ("evidence/junit.xml", "<testsuite/>"),
+        ],
+    );
+    // Given a run without verdict.json (FAIL), then a run that PASSed,
+    let first = json_of(code(&import(&data, None, &missing, &t, &ver), 5));
+    assert_eq!(first["receipt"]["duplicate"], false);
+    code(&import(&data, None, &good, &t, &ver), 0);
+    assert_eq!(show(&data, &t).1["status"], "pass");
+    // when another run without verdict.json is imported,
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let size = tree_size(&data);
+    let again = json_of(code(&import(&data, None, &missing, &t, &ver), 5));
+    // then it is appended and the task's verdict is FAIL verdict_missing.
+    assert_eq!(again["receipt"]["duplicate"], false, "{again}");
+    assert_eq!(tree_size(&data), size + 1);
+    let (c, shown) = show(&data, &t);
+    assert_eq!(c, Some(5));
+    assert_eq!(shown["status"], "fail");
+    assert_eq!(shown["fail_class"], "verdict_missing");
+    code(&run(&data, None, &["replay", "--verify"]), 0);
+}
+
+/// `docket verdict issue` exits as every command that records a verdict
+/// (README "Exit codes"): 0 for a PASS, 5 for a FAIL, 2 when refused.
+#[test]
+fn verdict_issue_exits_with_the_verdict_it_records() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    let data = root.join("ledger");
+    code(&run(&data, None, &["init"]), 0);
+    let ver = key(root, &data, "ver", "verifier");
+    let sub = key(root, &data, "sub", "submitter");
+    // Given the demo task with a submission (auto-verify judges it PASS),
+    let demo_task: Value =
+        serde_json::from_slice(&std::fs::read(demo().join("task.json")).unwrap()).unwrap();
+    let t = demo_task["task_id"].as_str().unwrap().to_string();
+    let (task_file, pass_dir) = (demo().join("task.json"), demo().join("pass"));
+    let sub_key = sub.to_str().unwrap();
+    let register = [
+        "task",
+        "register",
+        task_file.to_str().unwrap(),
+        "--key",
+        sub_key,
+    ];
+    code(&run(&data, None, &register), 0);
+    let submit = ["submit", pass_dir.to_str().unwrap(), "--key", sub_key];
+    code(&run(&data, None, &submit), 0);
+    let doc = |verdict: &str, tests_passed: bool| {
+        let mut d = json!({
+            "schema_version": "scc.verdict.v1",
+            "task_id": t,
+            "verdict": verdict,
+            "messages": ["judged"],
+            "checks": {"schema_valid": true, "scope_valid": true,
+                       "tests_passed": tests_passed, "evidence_present": true},
+            "timestamps": {"evaluated_at": "2026-03-01T12:00:00Z"},
+        });
+        if verdict == "FAIL" {
+            d["reason_code"] = json!("CI_FAILED");
+            d["fail_class"] = json!("test_failure");
+        }
+        let file = root.join(format!("{verdict}.json"));
+        std::fs::write(&file, serde_json::to_vec(&d).unwrap()).unwrap();
+        file
+    };
+    let issue = |file: &Path, key: &Path| {
+        run(
+            &data,
+            None,
+            &[
+                "verdict",
+                "issue",
+                file.to_str().unwrap(),
+                "--key",
+                key.to_str().unwrap(),
+            ],
+        )
+    };
+    // when a verifier issues a PASS document, then exit 0;
+    let pass = doc("PASS", true);
+    code(&issue(&pass, &ver), 0);
+    assert_eq!(show(&data, &t).1["status"], "pass");
+    // when it issues a FAIL document, then exit 5 and the task fails.
+    let fail = doc("FAIL", false);
+    code(&issue(&fail, &ver), 5);
+    assert_eq!(show(&data, &t).1["status"], "fail");
+    // A submitter may not issue one: exit 2, nothing appended.
+    let size = tree_size(&data);
+    code(&issue(&fail, &sub), 2);
+    assert_eq!(tree_size(&data), size);
 }
 
 #[test]

@@ -144,10 +144,12 @@ fn err<T>(line: u32, message: impl Into<String>) -> Result<T, DiffError> {
     })
 }
 
-/// Parses `text` as a unified diff. An empty text is a valid empty patch.
+/// Parses `text` as a unified diff. An empty (or blank) text is a valid
+/// empty patch; a text with content but no file header is not a diff.
 /// Text before the first file header (e.g. a `git format-patch` mail header)
-/// is ignored; after it, every line must belong to the patch, except a
-/// `-- ` mail signature that ends it.
+/// is ignored, except a hunk header there (a hunk of no file); after it,
+/// every line must belong to the patch, except a `-- ` mail signature that
+/// ends it.
 pub fn parse(text: &str) -> Result<Patch, DiffError> {
     Parser::new(text).run()
 }
@@ -188,12 +190,30 @@ impl<'t> Parser<'t> {
     }
 
     fn run(mut self) -> Result<Patch, DiffError> {
-        // Preamble: anything before the first file header.
+        // Preamble: anything before the first file header (a mail header,
+        // a commit message). A hunk there belongs to no file, and a text
+        // with content but no file header at all is not a unified diff.
+        let mut first_content = None;
         while let Some(line) = self.peek(0) {
             if line.starts_with("diff --git ") || self.is_plain_header() {
                 break;
             }
+            if line.starts_with("@@ ") {
+                return err(
+                    line_no(self.pos),
+                    "a hunk header before any file header (`diff --git` or `---`/`+++`)",
+                );
+            }
+            if first_content.is_none() && !line.trim().is_empty() {
+                first_content = Some(self.pos);
+            }
             self.pos += 1;
+        }
+        if let (None, Some(first)) = (self.peek(0), first_content) {
+            return err(
+                line_no(first),
+                "no file header (`diff --git` or `---`/`+++`) in a text that is not empty: not a unified diff",
+            );
         }
         while let Some(line) = self.peek(0) {
             if line.starts_with("diff --git ") {
@@ -823,6 +843,28 @@ new mode 100755
     #[test]
     fn empty_diff_is_an_empty_patch() {
         assert_eq!(parse("").unwrap().files.len(), 0);
+        assert_eq!(parse("\n  \n\t\n").unwrap().files.len(), 0);
+    }
+
+    #[test]
+    fn text_without_a_file_header_is_not_a_diff() {
+        // Given text that is not empty but names no file,
+        // when it is parsed, then it is refused at its first line of content.
+        let e = parse("\nthis is not a diff at all\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.message.contains("no file header"), "{e}");
+        // A lone `---` line is not a file header either.
+        assert_eq!(parse("--- a/src/x\n").unwrap_err().line, 1);
+        // A mail with no patch in it is not a diff.
+        assert!(parse("From abc Mon Sep 17 00:00:00 2001\nSubject: x\n").is_err());
+    }
+
+    #[test]
+    fn a_hunk_before_any_file_header_is_refused() {
+        let e = parse("junk\n@@ -1,3 +1,3 @@\n-a\n+b\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        let later = "@@ -1 +1 @@\n-a\n+b\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n";
+        assert_eq!(parse(later).unwrap_err().line, 1);
     }
 
     #[test]

@@ -78,10 +78,14 @@ impl Submission {
     /// - `submit.status` (one of DONE, NEED_INPUT, FAILED);
     /// - `submit.reason_code.known` (a catalogue code, seed 000 §2 "see fail_codes");
     /// - `submit.done_exit_code` (`status=DONE` implies `exit_code=0`);
-    /// - `submit.tests_failed_status` (`tests.passed=false` ⇒ `status=FAILED`
-    ///   and `reason_code=CI_FAILED`);
     /// - `submit.needs_input` (`status=NEED_INPUT` ⇒ at least one question);
     /// - `submit.tests.commands.non_empty` (each command a runnable string).
+    ///
+    /// Seed 000 §2's "if `tests.passed=false`, `status` SHOULD be `FAILED`
+    /// and `reason_code` SHOULD be `CI_FAILED`" is a recommendation, not a
+    /// schema rule: such a submission is judged, not refused (the engine's
+    /// `tests.passed` rule fails it CI_FAILED, and a more specific reported
+    /// `reason_code` such as TIMEOUT_EXCEEDED wins by precedence).
     ///
     /// Rules that need the contract or the artifacts (task id, pins, artifact
     /// existence, diff scope) are checked by [`crate::engine::evaluate`].
@@ -106,9 +110,6 @@ impl Submission {
             .iter()
             .all(|(_, path, _)| filled(path));
         let done_exit = self.status != SubmitStatus::Done || self.exit_code == 0;
-        let tests_failed = self.tests.passed
-            || (self.status == SubmitStatus::Failed
-                && self.reason_code.as_deref() == Some("CI_FAILED"));
         let commands = self.tests.commands.iter().all(|c| filled(c));
         let needs_input =
             self.status != SubmitStatus::NeedInput || self.needs_input.iter().any(|q| filled(q));
@@ -117,7 +118,6 @@ impl Submission {
             && reason_known
             && artifacts
             && done_exit
-            && tests_failed
             && commands
             && needs_input
     }
@@ -244,18 +244,6 @@ impl Submission {
                 format!("status=DONE implies exit_code=0, found {code}"),
             );
         }
-        if let (Some(tests), Some(status), Some(reason)) = (&tests, status, &reason_code)
-            && !tests.passed
-            && (status != SubmitStatus::Failed || reason.as_deref() != Some("CI_FAILED"))
-        {
-            r.violate(
-                "submit.tests_failed_status",
-                "/status",
-                format!(
-                    "tests.passed=false requires status=FAILED and reason_code=CI_FAILED, found status={status:?} reason_code={reason:?}"
-                ),
-            );
-        }
         if let Some(tests) = &tests {
             for (i, command) in tests.commands.iter().enumerate() {
                 if command.trim().is_empty() {
@@ -364,9 +352,10 @@ mod tests {
         ] {
             assert!(rules.contains(&r), "{r} not in {rules:?}");
         }
+        // Failing tests with another status or code are a SHOULD of the
+        // seed: read, then judged by the engine, not refused.
         let failed = GOOD.replace("\"passed\": true", "\"passed\": false");
-        let v = Submission::parse(failed.as_bytes()).unwrap_err();
-        assert_eq!(v[0].rule, "submit.tests_failed_status");
+        assert!(!Submission::parse(failed.as_bytes()).unwrap().tests.passed);
         let need = GOOD.replace("\"DONE\"", "\"NEED_INPUT\"");
         let v = Submission::parse(need.as_bytes()).unwrap_err();
         assert_eq!(v[0].rule, "submit.needs_input");

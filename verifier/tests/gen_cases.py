@@ -391,9 +391,23 @@ def _(c):
     s = submit_of(c); s["exit_code"] = 2; set_submit(c, s)
 
 
-@case("fail_schema_tests_failed_but_done", "FAIL", "SCHEMA_VIOLATION", ["schema_valid", "tests_passed"], ["submit.tests_failed_status"])
+# 000 §2 "If tests.passed=false, status SHOULD be FAILED and reason_code
+# SHOULD be CI_FAILED" is a SHOULD: judged (CI_FAILED), not refused.
+@case("fail_tests_failed_but_done", "FAIL", "CI_FAILED", ["tests_passed"], ["tests.passed"], "test_failure")
 def _(c):
     s = submit_of(c); s["tests"]["passed"] = False; set_submit(c, s)
+
+
+# A timed-out run whose tests did not pass keeps its specific code.
+@case("fail_timeout_with_failed_tests", "FAIL", "TIMEOUT_EXCEEDED", ["submission_done", "tests_passed"], ["submit.status_done", "tests.passed"])
+def _(c):
+    s = submit_of(c); s["tests"]["passed"] = False; s["status"] = "FAILED"; s["reason_code"] = "TIMEOUT_EXCEEDED"; s["exit_code"] = 124; set_submit(c, s)
+
+
+# Blocked before the tests ran: NEED_INPUT with tests.passed=false.
+@case("fail_need_input_before_tests", "FAIL", "NEEDS_CLARIFICATION", ["submission_done", "tests_passed"], ["submit.status_done", "tests.passed"])
+def _(c):
+    s = submit_of(c); s["tests"]["passed"] = False; s["status"] = "NEED_INPUT"; s["needs_input"] = ["Which database?"]; s["exit_code"] = 3; set_submit(c, s)
 
 
 @case("fail_schema_task_id_mismatch", "FAIL", "SCHEMA_VIOLATION", ["schema_valid"], ["submit.task_id_matches"])
@@ -404,6 +418,18 @@ def _(c):
 @case("fail_diff_unparseable", "FAIL", "SCHEMA_VIOLATION", ["patch_diff_valid"], ["evidence.patch_diff.parse"])
 def _(c):
     set_diff(c, DIFF.replace("@@ -1,3 +1,6 @@", "@@ -1,3 +1,9 @@"))
+
+
+# 000 §4 "MUST be parseable as a unified diff": text with no file header.
+@case("fail_diff_not_a_diff", "FAIL", "SCHEMA_VIOLATION", ["patch_diff_valid"], ["evidence.patch_diff.parse"])
+def _(c):
+    set_diff(c, "this is not a diff at all\n")
+
+
+# A hunk with no file header before it.
+@case("fail_diff_headless_hunk", "FAIL", "SCHEMA_VIOLATION", ["patch_diff_valid"], ["evidence.patch_diff.parse"])
+def _(c):
+    set_diff(c, "junk\n@@ -1,3 +1,3 @@\n-a\n+b\n")
 
 
 @case("fail_diff_undeclared_change", "FAIL", "SCHEMA_VIOLATION", ["diff_matches_submit"], ["submit.files_match_diff"])

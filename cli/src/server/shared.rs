@@ -146,8 +146,9 @@ pub fn percentile(sorted: &[u32], p: f64) -> u64 {
     #[allow(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
-        clippy::cast_precision_loss
-    )] // reason: an index into a slice, clamped below
+        clippy::cast_precision_loss,
+        reason = "an index into a slice, clamped below"
+    )]
     let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     u64::from(sorted[rank - 1])
 }

@@ -1,5 +1,9 @@
 //! Helpers shared by the export tests (included with `mod export_common;`).
-#![allow(dead_code, clippy::new_without_default)]
+#![allow(
+    dead_code,
+    clippy::new_without_default,
+    reason = "each test binary includes this module and uses a part of it"
+)]
 
 use std::collections::BTreeMap;
 use std::path::Path;

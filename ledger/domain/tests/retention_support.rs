@@ -1,7 +1,10 @@
 //! Shared fixtures of the retention tests (included with `#[path]`): a
 //! simulated-clock log in memory ([`Sim`]: every event's ledger time is a
 //! parameter) and helpers for the on-disk [`Docket`] tests.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test binary includes this module and uses a part of it"
+)]
 
 #[path = "domain_support/mod.rs"]
 mod domain_support;

@@ -120,15 +120,34 @@ impl ImportPlan {
     /// task's latest submission, when it has one). A run dir that does not
     /// exist (or is not a directory) has no `verdict.json`: FAIL
     /// `verdict_missing`, fail closed. A `verdict.json` that breaks the seed
-    /// 001 schema is `Invalid` listing every violated rule.
+    /// 001 schema is `Invalid` listing every violated rule. A run without
+    /// `verdict.json` records `observed_utc`, the clock now.
     pub fn read(run_dir: &Path, task_id: &str, submission_seq: Option<u64>) -> Result<ImportPlan> {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        Self::read_at(run_dir, task_id, submission_seq, now_ms)
+    }
+
+    /// [`ImportPlan::read`] with the clock given: `observed_ms` (Unix
+    /// milliseconds) is the `observed_utc` of a run without `verdict.json`.
+    pub fn read_at(
+        run_dir: &Path,
+        task_id: &str,
+        submission_seq: Option<u64>,
+        observed_ms: u64,
+    ) -> Result<ImportPlan> {
         let task_id = task_key(task_id).into_owned();
+        let observed = crate::schema::ms_to_rfc3339(observed_ms);
+        let missing_verdict = |task_id: &str| {
+            imported::imported_payload(task_id, submission_seq, None, &[], &[], Some(&observed))
+        };
         if !run_dir.is_dir() {
             tracing::warn!(
                 "run output dir {} does not exist: recording FAIL verdict_missing",
                 run_dir.display()
             );
-            let payload = imported::imported_payload(&task_id, submission_seq, None, &[], &[])?;
+            let payload = missing_verdict(&task_id)?;
             return Self::build(task_id, submission_seq, Vec::new(), Vec::new(), payload);
         }
         let canon = std::fs::canonicalize(run_dir).map_err(|e| io_err(run_dir, e))?;
@@ -146,7 +165,7 @@ impl ImportPlan {
                     )],
                 });
             }
-            None => imported::imported_payload(&task_id, submission_seq, None, &[], &[])?,
+            None => missing_verdict(&task_id)?,
             Some(path) => {
                 let size = std::fs::metadata(&path)
                     .map_err(|e| io_err(&path, e))?
@@ -203,6 +222,7 @@ impl ImportPlan {
                     Some((&vj.artifact, &doc)),
                     &arts,
                     &missing,
+                    None,
                 )?;
                 files.push(vj);
                 payload

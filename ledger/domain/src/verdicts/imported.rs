@@ -82,6 +82,11 @@ pub struct VerdictImported {
     pub verdict_json: Option<ImportedArtifact>,
     /// What `verdict.json` says, every seed 001 rule checked (None when missing).
     pub reported: Option<VerifierOutput>,
+    /// For a run without `verdict.json`: when the importer looked (RFC 3339
+    /// UTC). It makes each verdict-less run a statement of its own; without
+    /// it two such runs are the same statement and the second a duplicate,
+    /// which would leave an earlier PASS standing (not fail closed).
+    pub observed_utc: Option<String>,
     /// The `evidence_paths` entries found, in their order (distinct; not
     /// `verdict.json` itself).
     pub artifacts: Vec<ImportedArtifact>,
@@ -209,6 +214,7 @@ pub fn decode_imported(payload: &[u8]) -> Result<VerdictImported> {
         "submission_seq",
         "verdict_json",
         "reported",
+        "observed_utc",
         "artifacts",
         "missing_paths",
         "verdict",
@@ -247,6 +253,23 @@ pub fn decode_imported(payload: &[u8]) -> Result<VerdictImported> {
     if present != reported_present {
         extra.push("verdict_json and reported: both or neither must be given".into());
     }
+    let observed_utc = match map.get("observed_utc") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => {
+            if !docket_verifier::parse_rfc3339(s).is_some_and(|t| t.offset().is_utc()) {
+                extra.push(format!(
+                    "observed_utc: {s:?} is not an RFC 3339 UTC timestamp"
+                ));
+            } else if reported_present {
+                extra.push("observed_utc: only for a run without verdict.json".into());
+            }
+            Some(s.clone())
+        }
+        Some(_) => {
+            extra.push("observed_utc: must be a string or null".into());
+            None
+        }
+    };
     let mut artifacts = Vec::new();
     match map.get("artifacts") {
         None | Some(Value::Null) => extra.push("artifacts: required field is missing".into()),
@@ -364,6 +387,7 @@ pub fn decode_imported(payload: &[u8]) -> Result<VerdictImported> {
         submission_seq,
         verdict_json,
         reported,
+        observed_utc,
         artifacts,
         missing_paths,
         verdict,
@@ -704,6 +728,7 @@ pub fn imported_payload(
     verdict_json: Option<(&ImportedArtifact, &Value)>,
     artifacts: &[ImportedArtifact],
     missing_paths: &[String],
+    observed_utc: Option<&str>,
 ) -> Result<Vec<u8>> {
     let reported = match verdict_json {
         None => None,
@@ -736,6 +761,9 @@ pub fn imported_payload(
     });
     if let Some(s) = submission_seq {
         doc["submission_seq"] = s.into();
+    }
+    if let (None, Some(t)) = (&reported, observed_utc) {
+        doc["observed_utc"] = t.into();
     }
     // Invariant: a JSON value serialises.
     Ok(serde_json::to_vec(&doc).expect("JSON serialises"))

@@ -1,6 +1,9 @@
 //! Shared fixtures of the domain tests: a ledger with keys per role, and
 //! payload builders for every domain statement.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test binary includes this module and uses a part of it"
+)]
 
 use docket_domain::domain::payloads::{
     ApprovalDecided, ApprovalRequested, CheckRecorded, EvidenceRegistered,

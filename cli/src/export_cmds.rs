@@ -256,9 +256,20 @@ fn export_error(e: &ExportError) -> CliError {
     CliError::new(code, e.to_string())
 }
 
-/// Parses `--trusted-key`: a verifier key, or a file holding one.
+/// Parses `--trusted-key`: a verifier key, or a file holding one. A
+/// C2SP verifier key is `<name>+<8 hex>+<base64>`: an argument without a
+/// `+` that names no file is a key file that cannot be read (exit 4), one
+/// with a `+` that does not parse an unparsable key (exit 64).
 fn trusted_key(arg: &str) -> Result<NoteVerifier> {
-    let text = if Path::new(arg).is_file() {
+    let path = Path::new(arg);
+    if (!path.exists() && !arg.contains('+')) || path.is_dir() {
+        return Err(CliError::new(
+            exit::MISSING,
+            format!("cannot read --trusted-key {arg}: no such file (and not a C2SP verifier key)"),
+        )
+        .into());
+    }
+    let text = if path.is_file() {
         std::fs::read_to_string(arg).map_err(|e| {
             CliError::new(
                 exit::MISSING,

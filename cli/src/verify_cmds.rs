@@ -309,9 +309,9 @@ fn print_classification(
     }
     for issue in &classification.issues {
         match (&issue.description, &issue.reason) {
-            (Some(d), Some(r)) => println!("{:?}: {d} ({r})", issue.kind),
-            (Some(d), None) => println!("{:?}: {d}", issue.kind),
-            _ => println!("{:?}", issue.kind),
+            (Some(d), Some(r)) => println!("{}: {d} ({r})", issue.kind),
+            (Some(d), None) => println!("{}: {d}", issue.kind),
+            _ => println!("{}", issue.kind),
         }
         for line in &issue.evidence {
             println!("  {}:{}: {}", line.file, line.line, line.text);

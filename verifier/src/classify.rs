@@ -5,27 +5,73 @@
 use crate::catalogue::{FailClass, VerifierFailClass};
 use serde::Serialize;
 
-/// An issue type. The first four are seed 002's observer rules; the rest map
+/// An issue type. The first five are seed 002's observer rules; the rest map
 /// log patterns to seed 000 `fail_class` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum IssueKind {
     /// Seed 002: `exit_code != 0`.
     ExecutionFailure,
-    /// Seed 002: `"auth"` in the lower-cased output.
+    /// Seed 002: `"auth" in stderr.lower()` (standard error only).
     AuthError,
-    /// Seed 002: `"timeout"` in the lower-cased output.
+    /// Seed 002: `"timeout" in stderr.lower()` (standard error only).
     Performance,
-    /// Seed 002: `"schema"` in the lower-cased output.
+    /// Seed 002: `"schema" in stderr.lower()` (standard error only).
     DataError,
     /// Seed 002: NO_EVIDENCE ("Execution evidence unavailable").
     ExecutionError,
+    /// Seed 000 `timeout` in other words ("timed out", "deadline exceeded").
+    Timeout,
     TestFailure,
     LintError,
     TypeError,
     SecurityViolation,
     ScopeViolation,
     ExternalDependency,
+}
+
+impl IssueKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [IssueKind; 12] = [
+        IssueKind::ExecutionFailure,
+        IssueKind::AuthError,
+        IssueKind::Performance,
+        IssueKind::DataError,
+        IssueKind::ExecutionError,
+        IssueKind::Timeout,
+        IssueKind::TestFailure,
+        IssueKind::LintError,
+        IssueKind::TypeError,
+        IssueKind::SecurityViolation,
+        IssueKind::ScopeViolation,
+        IssueKind::ExternalDependency,
+    ];
+
+    /// The seed spelling (`EXECUTION_FAILURE`, `AUTH_ERROR`, ...), the same
+    /// as the JSON output.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IssueKind::ExecutionFailure => "EXECUTION_FAILURE",
+            IssueKind::AuthError => "AUTH_ERROR",
+            IssueKind::Performance => "PERFORMANCE",
+            IssueKind::DataError => "DATA_ERROR",
+            IssueKind::ExecutionError => "EXECUTION_ERROR",
+            IssueKind::Timeout => "TIMEOUT",
+            IssueKind::TestFailure => "TEST_FAILURE",
+            IssueKind::LintError => "LINT_ERROR",
+            IssueKind::TypeError => "TYPE_ERROR",
+            IssueKind::SecurityViolation => "SECURITY_VIOLATION",
+            IssueKind::ScopeViolation => "SCOPE_VIOLATION",
+            IssueKind::ExternalDependency => "EXTERNAL_DEPENDENCY",
+        }
+    }
+}
+
+impl std::fmt::Display for IssueKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One log line that triggered an issue.
@@ -58,8 +104,9 @@ pub const NO_EVIDENCE_DESCRIPTION: &str = "Execution evidence unavailable";
 /// from the evidence). A `NO_EVIDENCE` record yields exactly one issue,
 /// `EXECUTION_ERROR`, described "Execution evidence unavailable", with the
 /// reason from `stderr`, and nothing else for that record; any other record
-/// is classified from its `stdout`, `stderr` and `exit_code` as [`classify`]
-/// does.
+/// is classified from its `exit_code`, `stdout` and `stderr` as [`classify`]
+/// does, with `stdout` as standard output: seed 002's `"auth"`, `"timeout"`
+/// and `"schema"` rules read `stderr` only.
 #[must_use]
 pub fn classify_record(record: &crate::execution::ExecutionRecord) -> Classification {
     if record.status == crate::execution::ExecutionStatus::NoEvidence {
@@ -83,12 +130,15 @@ pub fn classify_record(record: &crate::execution::ExecutionRecord) -> Classifica
     let exit = record
         .exit_code
         .map(|c| i32::try_from(c).unwrap_or(i32::MAX));
-    classify(
+    // The record's status says whether evidence is missing: its text does
+    // not (a test named `no_evidence_path` is not NO_EVIDENCE).
+    classify_logs(
         &[
             ("stdout", record.stdout.as_str()),
             ("stderr", record.stderr.as_str()),
         ],
         exit,
+        false,
     )
 }
 
@@ -107,15 +157,22 @@ pub struct Classification {
     pub issues: Vec<Issue>,
 }
 
-/// Case-insensitive substring patterns per issue kind. Order within
-/// `FAIL_CLASS_PRIORITY` decides the `fail_class` when several match.
+/// Seed 002 "Observer Rules", exactly: `"auth" in stderr.lower()` →
+/// AUTH_ERROR, `"timeout" in stderr.lower()` → PERFORMANCE, `"schema" in
+/// stderr.lower()` → DATA_ERROR. Read on standard error only (see
+/// [`is_stdout_log`]).
+const SEED_002_STDERR_RULES: [(IssueKind, &str); 3] = [
+    (IssueKind::AuthError, "auth"),
+    (IssueKind::Performance, "timeout"),
+    (IssueKind::DataError, "schema"),
+];
+
+/// Docket's case-insensitive substring patterns for the seed 000 classes,
+/// read on every log (standard output included: test runners report
+/// failures there). Order within `FAIL_CLASS_PRIORITY` decides the
+/// `fail_class` when several match.
 const PATTERNS: &[(IssueKind, &[&str])] = &[
-    (IssueKind::AuthError, &["auth"]),
-    (
-        IssueKind::Performance,
-        &["timeout", "timed out", "deadline exceeded"],
-    ),
-    (IssueKind::DataError, &["schema"]),
+    (IssueKind::Timeout, &["timed out", "deadline exceeded"]),
     (
         IssueKind::TestFailure,
         &[
@@ -191,7 +248,7 @@ const PATTERNS: &[(IssueKind, &[&str])] = &[
 
 fn fail_class_of(kind: IssueKind) -> Option<FailClass> {
     match kind {
-        IssueKind::Performance => Some(FailClass::Timeout),
+        IssueKind::Performance | IssueKind::Timeout => Some(FailClass::Timeout),
         IssueKind::AuthError | IssueKind::SecurityViolation => Some(FailClass::SecurityViolation),
         IssueKind::ScopeViolation => Some(FailClass::ScopeViolation),
         IssueKind::TypeError | IssueKind::DataError => Some(FailClass::TypeError),
@@ -204,8 +261,9 @@ fn fail_class_of(kind: IssueKind) -> Option<FailClass> {
 }
 
 /// Which issue decides `fail_class` when several are present (first wins).
-const FAIL_CLASS_PRIORITY: [IssueKind; 11] = [
+const FAIL_CLASS_PRIORITY: [IssueKind; 12] = [
     IssueKind::Performance,
+    IssueKind::Timeout,
     IssueKind::SecurityViolation,
     IssueKind::AuthError,
     IssueKind::ScopeViolation,
@@ -218,16 +276,42 @@ const FAIL_CLASS_PRIORITY: [IssueKind; 11] = [
     IssueKind::ExecutionFailure,
 ];
 
+/// Whether the log named `name` is a command's standard output: its last
+/// path component starts with `stdout` or ends in `.stdout.log` (the
+/// `stdout` evidence type, `EvidenceType::Stdout`) or `.stdout`. Seed 002's
+/// `"auth"`/`"timeout"`/`"schema"` rules never read such a log; any other log
+/// (`stderr`, `selftest.log`, a CI log) may hold standard error and is read
+/// by them.
+#[must_use]
+pub fn is_stdout_log(name: &str) -> bool {
+    let file = name.rsplit('/').next().unwrap_or(name).to_ascii_lowercase();
+    crate::EvidenceType::Stdout.matches_artifact(&file) || file.ends_with(".stdout")
+}
+
 /// Classifies logs `(file name, text)` and an exit code.
 ///
 /// `EXECUTION_FAILURE` comes from a non-zero exit code (evidence: the last
 /// `EXIT_CODE=<that code>` line if a log states it, else a synthetic
-/// `<exit code>` line 0); the other kinds from
-/// case-insensitive substrings per line. A classification has a `fail_class`
-/// only if some issue was found; an exit code of 0 with matching lines still
-/// reports the issues (e.g. retried timeouts) but `fail_class` is `None`.
+/// `<exit code>` line 0); `AUTH_ERROR`, `PERFORMANCE` and `DATA_ERROR` from
+/// seed 002's substrings in the lower-cased lines of every log that is not
+/// standard output ([`is_stdout_log`]); the other kinds from
+/// case-insensitive substrings per line of any log. A classification has a
+/// `fail_class` only if some issue was found; an exit code of 0 with
+/// matching lines still reports the issues (e.g. retried timeouts) but
+/// `fail_class` is `None`.
 #[must_use]
 pub fn classify(logs: &[(&str, &str)], exit_code: Option<i32>) -> Classification {
+    classify_logs(logs, exit_code, true)
+}
+
+/// [`classify`]; `no_evidence_text` says whether a line naming NO_EVIDENCE
+/// ("no_evidence", "execution evidence unavailable") is an
+/// `EXECUTION_ERROR` (plain logs) or not (a record, whose status says it).
+fn classify_logs(
+    logs: &[(&str, &str)],
+    exit_code: Option<i32>,
+    no_evidence_text: bool,
+) -> Classification {
     let mut issues: Vec<Issue> = Vec::new();
     let mut push =
         |kind: IssueKind, line: EvidenceLine| match issues.iter_mut().find(|i| i.kind == kind) {
@@ -246,6 +330,7 @@ pub fn classify(logs: &[(&str, &str)], exit_code: Option<i32>) -> Classification
         };
     let mut exit_line: Option<EvidenceLine> = None;
     for (file, text) in logs {
+        let stderr = !is_stdout_log(file);
         for (index, raw) in text.lines().enumerate() {
             let number = u32::try_from(index + 1).unwrap_or(u32::MAX);
             let lower = raw.to_lowercase();
@@ -261,8 +346,16 @@ pub fn classify(logs: &[(&str, &str)], exit_code: Option<i32>) -> Classification
             if stated.is_some() && stated == exit_code {
                 exit_line = Some(evidence());
             }
-            if lower.contains("no_evidence") || lower.contains("execution evidence unavailable") {
+            if no_evidence_text
+                && (lower.contains("no_evidence")
+                    || lower.contains("execution evidence unavailable"))
+            {
                 push(IssueKind::ExecutionError, evidence());
+            }
+            for (kind, needle) in SEED_002_STDERR_RULES {
+                if stderr && lower.contains(needle) {
+                    push(kind, evidence());
+                }
             }
             for (kind, needles) in PATTERNS {
                 if needles.iter().any(|n| lower.contains(n)) {
@@ -294,7 +387,7 @@ pub fn classify(logs: &[(&str, &str)], exit_code: Option<i32>) -> Classification
     };
     let fail_class = decisive.and_then(fail_class_of);
     let verifier_fail_class = decisive.map(|k| match k {
-        IssueKind::Performance => VerifierFailClass::Timeout,
+        IssueKind::Performance | IssueKind::Timeout => VerifierFailClass::Timeout,
         IssueKind::SecurityViolation | IssueKind::AuthError | IssueKind::ScopeViolation => {
             VerifierFailClass::CommandDenied
         }
@@ -367,6 +460,151 @@ mod tests {
             kinds,
             vec![IssueKind::ExecutionFailure, IssueKind::AuthError]
         );
+    }
+
+    fn record(exit_code: i64, stdout: &str, stderr: &str) -> crate::execution::ExecutionRecord {
+        crate::execution::ExecutionRecord::from_execution(
+            "pytest",
+            exit_code,
+            stdout,
+            stderr,
+            "2026-01-01T00:00:00Z",
+            "2026-01-01T00:00:01Z",
+            1.0,
+        )
+    }
+
+    fn kinds(c: &Classification) -> Vec<IssueKind> {
+        c.issues.iter().map(|i| i.kind).collect()
+    }
+
+    #[test]
+    fn seed_002_patterns_are_read_on_stderr_only() {
+        // Given a SUCCESS record whose stdout names a timeout test,
+        // when it is classified,
+        // then there is no issue: seed 002 reads "timeout" in stderr only.
+        let c = classify_record(&record(0, "test_connection_timeout PASSED\n", ""));
+        assert!(c.issues.is_empty(), "{c:?}");
+        assert_eq!(c.fail_class, None);
+
+        // Given a FAILURE record with "auth" and "schema" only in stdout,
+        // then the only issue is EXECUTION_FAILURE (exit_code != 0).
+        let c = classify_record(&record(1, "auth module loaded\nschema v2 ok\n", ""));
+        assert_eq!(kinds(&c), vec![IssueKind::ExecutionFailure], "{c:?}");
+        assert_eq!(c.fail_class, Some(FailClass::TestFailure));
+
+        // Given the same words in stderr, then each seed rule fires, with
+        // the stderr line as evidence.
+        let c = classify_record(&record(
+            1,
+            "",
+            "auth failed\nrequest timeout\nschema mismatch\n",
+        ));
+        assert_eq!(
+            kinds(&c),
+            vec![
+                IssueKind::ExecutionFailure,
+                IssueKind::AuthError,
+                IssueKind::Performance,
+                IssueKind::DataError
+            ]
+        );
+        assert!(
+            c.issues[1..]
+                .iter()
+                .all(|i| i.evidence.iter().all(|e| e.file == "stderr"))
+        );
+
+        // Given plain logs, when a log is named as standard output, then
+        // the seed rules skip it; any other log may hold stderr and is read.
+        for name in [
+            "stdout",
+            "stdout.log",
+            "evidence/execution/x/stdout.log",
+            "run.stdout.log",
+            "STDOUT.txt",
+            "a/b.stdout",
+        ] {
+            let c = classify(&[(name, "Timeout; AUTH; schema")], Some(1));
+            assert_eq!(kinds(&c), vec![IssueKind::ExecutionFailure], "{name}");
+        }
+        for name in [
+            "stderr",
+            "stderr.log",
+            "selftest.log",
+            "ci.log",
+            "stdoutless/err.log",
+        ] {
+            let c = classify(&[(name, "Timeout; AUTH; schema")], Some(1));
+            assert_eq!(
+                kinds(&c),
+                vec![
+                    IssueKind::ExecutionFailure,
+                    IssueKind::AuthError,
+                    IssueKind::Performance,
+                    IssueKind::DataError
+                ],
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn docket_patterns_for_seed_000_classes_read_stdout_too() {
+        // Given a FAILURE record whose test runner reports on stdout,
+        // then TEST_FAILURE and TIMEOUT (seed 000 classes) are found there.
+        let c = classify_record(&record(1, "test_x ... FAILED\nerror: test timed out\n", ""));
+        assert_eq!(
+            kinds(&c),
+            vec![
+                IssueKind::ExecutionFailure,
+                IssueKind::Timeout,
+                IssueKind::TestFailure
+            ]
+        );
+        assert_eq!(c.fail_class, Some(FailClass::Timeout));
+        assert_eq!(c.verifier_fail_class, Some(VerifierFailClass::Timeout));
+    }
+
+    #[test]
+    fn a_record_is_no_evidence_by_its_status_not_its_text() {
+        // Given a SUCCESS record whose output names NO_EVIDENCE,
+        // when it is classified,
+        // then it has no EXECUTION_ERROR and no fail_class.
+        let c = classify_record(&record(
+            0,
+            "test_no_evidence_path PASSED\n",
+            "Execution evidence unavailable (mocked)\n",
+        ));
+        assert!(c.issues.is_empty(), "{c:?}");
+        assert_eq!(c.fail_class, None);
+        // A plain log keeps the heuristic: its status is unknown.
+        let c = classify(&[("gateway.log", "status: NO_EVIDENCE")], None);
+        assert_eq!(kinds(&c), vec![IssueKind::ExecutionError]);
+    }
+
+    #[test]
+    fn issue_kinds_print_their_seed_spelling() {
+        // Given every issue kind, when it is displayed (the CLI's human
+        // output), then it is the seed spelling, the same as in JSON.
+        assert_eq!(IssueKind::ExecutionFailure.to_string(), "EXECUTION_FAILURE");
+        assert_eq!(IssueKind::AuthError.to_string(), "AUTH_ERROR");
+        assert_eq!(IssueKind::Performance.to_string(), "PERFORMANCE");
+        assert_eq!(IssueKind::DataError.to_string(), "DATA_ERROR");
+        assert_eq!(IssueKind::ExecutionError.to_string(), "EXECUTION_ERROR");
+        for kind in IssueKind::ALL {
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                serde_json::Value::String(kind.to_string())
+            );
+            assert!(FAIL_CLASS_PRIORITY.contains(&kind), "{kind}");
+            assert!(fail_class_of(kind).is_some(), "{kind}");
+        }
+        let mut sorted = IssueKind::ALL.to_vec();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted, IssueKind::ALL.to_vec());
+        assert_eq!(FAIL_CLASS_PRIORITY.len(), IssueKind::ALL.len());
     }
 
     #[test]

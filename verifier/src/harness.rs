@@ -862,7 +862,11 @@ fn event_name(obj: &Map<String, Value>) -> Option<&str> {
 ///   `plan.updated`, `git.diff.checked`, `verification.completed`,
 ///   `run.completed` always; `patch.applied` when files changed; approval
 ///   events when `approval_status` is not `not-required`;
-/// - `harness.events.order`: the first occurrences follow the seed order;
+/// - `harness.events.order`: the first occurrences follow the seed order,
+///   and nothing comes before `run.started` or after `run.completed`;
+/// - `harness.events.once`: `run.started` and `run.completed` occur once;
+/// - `harness.events.status_consistent`: no `run.completed` states a
+///   failed or blocked outcome while `report.json` says pass;
 /// - `harness.approval.complete`: actor, scope, mutation_mode, timestamp and
 ///   (for granted) expiry present, expiry after the timestamp;
 /// - `harness.approval.self`: no grant/denial by the run's own actor (the
@@ -958,19 +962,8 @@ pub fn check_events(text: &str, report: &RunReport) -> Vec<Finding> {
             last_name = EVENT_ORDER.get(rank).copied().unwrap_or_default();
         }
     }
-    if let Some((n, name, _)) = events.last()
-        && name != "run.completed"
-        && events.iter().any(|(_, e, _)| e == "run.completed")
-    {
-        out.push(finding(
-            CHECK,
-            "harness.events.order",
-            ReasonCode::SchemaViolation,
-            FILE,
-            Some(*n),
-            format!("{name} after run.completed"),
-        ));
-    }
+    out.extend(check_run_bounds(&events));
+    out.extend(check_completed_status(&events, report));
     let run_actor = events
         .iter()
         .find(|(_, e, _)| e == "run.started")
@@ -1048,6 +1041,148 @@ pub fn check_events(text: &str, report: &RunReport) -> Vec<Finding> {
                     Some(*n),
                     format!(
                         "{name} by {actor:?}, the run's own actor: a case must not approve itself"
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// `run.started` opens the run and `run.completed` closes it (seed 003
+/// "Required Normalized Events"; "nothing may follow `run.completed`"):
+/// - `harness.events.once`: each of them occurs at most once; every repeat
+///   is a finding at its line (a second `run.started` restarts a run the
+///   report summarises as one; a second `run.completed` re-closes it);
+/// - `harness.events.order`: no event comes before the first `run.started`
+///   or after the first `run.completed` (a repeat of either is reported by
+///   `harness.events.once` instead).
+///
+/// Lines already out of order by the first-occurrence rule are not
+/// reported twice.
+fn check_run_bounds(events: &[(u32, String, Map<String, Value>)]) -> Vec<Finding> {
+    const FILE: &str = "events.normalized.jsonl";
+    let mut out = Vec::new();
+    let first = |name: &str| events.iter().position(|(_, e, _)| e == name);
+    let started = first("run.started");
+    let completed = first("run.completed");
+    for bound in ["run.started", "run.completed"] {
+        let mut lines = events
+            .iter()
+            .filter(|(_, e, _)| e == bound)
+            .map(|(n, _, _)| *n);
+        let Some(first_line) = lines.next() else {
+            continue;
+        };
+        for n in lines {
+            out.push(finding(
+                CHECK,
+                "harness.events.once",
+                ReasonCode::SchemaViolation,
+                FILE,
+                Some(n),
+                format!("{bound} repeated (first at line {first_line}): a run starts and completes exactly once"),
+            ));
+        }
+    }
+    let ordered = |name: &str| EVENT_ORDER.contains(&name);
+    for (i, (n, name, _)) in events.iter().enumerate() {
+        if name == "run.started" || name == "run.completed" {
+            continue;
+        }
+        if started.is_some_and(|s| i < s) && !ordered(name) {
+            // A seed event before run.started is the first-occurrence rule's.
+            out.push(finding(
+                CHECK,
+                "harness.events.order",
+                ReasonCode::SchemaViolation,
+                FILE,
+                Some(*n),
+                format!("{name} before run.started"),
+            ));
+        }
+        if completed.is_some_and(|c| i > c)
+            && !(ordered(name) && events[..i].iter().all(|(_, e, _)| e != name))
+        {
+            // A seed event whose first occurrence follows run.completed is
+            // out of order already.
+            out.push(finding(
+                CHECK,
+                "harness.events.order",
+                ReasonCode::SchemaViolation,
+                FILE,
+                Some(*n),
+                format!("{name} after run.completed"),
+            ));
+        }
+    }
+    out
+}
+
+/// How a `run.completed` event states the run's outcome: its `status`
+/// (seed 003: "emit `run.completed` with a failed or blocked status"), or a
+/// `result` or `outcome` string.
+const COMPLETED_STATUS_KEYS: [&str; 3] = ["status", "result", "outcome"];
+
+/// Spellings of a run that did not pass in a `run.completed` status
+/// (seed 003: "emit `run.completed` with a failed or blocked status"). A
+/// status outside this list (`completed`, `done`, a pass spelling) states
+/// no failure: the report's own status decides.
+const NOT_PASSED_STATUSES: [&str; 16] = [
+    "fail",
+    "failed",
+    "failure",
+    "blocked",
+    "error",
+    "errored",
+    "aborted",
+    "cancelled",
+    "canceled",
+    "denied",
+    "rejected",
+    "timeout",
+    "timed_out",
+    "timed-out",
+    "false",
+    "killed",
+];
+
+/// `harness.events.status_consistent`: a `run.completed` that states a
+/// failed or blocked outcome (`fail`, `failed`, `blocked`, … in
+/// [`NOT_PASSED_STATUSES`], any case; a boolean `false` status) while
+/// `report.json` says `pass` contradicts the report:
+/// the run's own replayable evidence says it did not pass, so the summary
+/// cannot be trusted. Reason EVIDENCE_TAMPERED, as for a digest that does
+/// not match its file. Every `run.completed` is read, repeats included. A
+/// report that already says fail/blocked fails closed through
+/// `harness.run_failed` with its blocker's class, whatever the event says.
+fn check_completed_status(
+    events: &[(u32, String, Map<String, Value>)],
+    report: &RunReport,
+) -> Vec<Finding> {
+    const FILE: &str = "events.normalized.jsonl";
+    let mut out = Vec::new();
+    if report.status != RunStatus::Pass {
+        return out;
+    }
+    for (n, _, obj) in events.iter().filter(|(_, e, _)| e == "run.completed") {
+        for key in COMPLETED_STATUS_KEYS {
+            let stated = match obj.get(key) {
+                Some(Value::String(s)) => s.trim().to_ascii_lowercase(),
+                // A `status` that is not a string states no pass either;
+                // `result`/`outcome` may hold details instead of an outcome.
+                Some(other) if key == "status" && !other.is_null() => other.to_string(),
+                _ => continue,
+            };
+            if NOT_PASSED_STATUSES.contains(&stated.as_str()) {
+                out.push(finding(
+                    CHECK,
+                    "harness.events.status_consistent",
+                    ReasonCode::EvidenceTampered,
+                    FILE,
+                    Some(*n),
+                    format!(
+                        "run.completed {key} {stated:?} says the run did not pass, but report.json says pass: the report contradicts the run's events"
                     ),
                 ));
             }
@@ -1415,6 +1550,145 @@ mod tests {
             .find(|f| f.rule == "harness.events.syntax")
             .expect("syntax finding");
         assert_eq!(syntax.line, Some(8));
+    }
+
+    fn stream(lines: &[&str]) -> String {
+        lines.join("\n")
+    }
+
+    fn lines_of(findings: &[Finding], rule: &str) -> Vec<Option<u32>> {
+        findings
+            .iter()
+            .filter(|f| f.rule == rule)
+            .map(|f| f.line)
+            .collect()
+    }
+
+    #[test]
+    fn run_started_and_run_completed_occur_exactly_once_and_bound_the_run() {
+        let r = report(ApprovalStatus::NotRequired);
+        let ok: Vec<&str> = BASE.iter().chain(&TAIL).copied().collect();
+        assert!(check_events(&stream(&ok), &r).is_empty());
+
+        // Given run.completed twice in a row (lines 6 and 7),
+        // when the events are checked,
+        // then the repeat is a harness.events.once finding at line 7.
+        let mut twice = ok.clone();
+        twice.push(TAIL[2]);
+        let f = check_events(&stream(&twice), &r);
+        assert_eq!(rules(&f), ["harness.events.once"], "{f:?}");
+        assert_eq!(lines_of(&f, "harness.events.once"), [Some(7)]);
+        assert_eq!(f[0].reason_code, ReasonCode::SchemaViolation);
+
+        // Given a second run.started just before run.completed (line 6),
+        // then it is a harness.events.once finding at line 6.
+        let mut restarted = ok.clone();
+        restarted.insert(5, BASE[0]);
+        let f = check_events(&stream(&restarted), &r);
+        assert_eq!(rules(&f), ["harness.events.once"], "{f:?}");
+        assert_eq!(lines_of(&f, "harness.events.once"), [Some(6)]);
+
+        // Given an event outside the seed list before run.started or after
+        // run.completed, then it is out of order.
+        let mut before = ok.clone();
+        before.insert(0, r#"{"event":"backend.note"}"#);
+        let f = check_events(&stream(&before), &r);
+        assert_eq!(rules(&f), ["harness.events.order"], "{f:?}");
+        assert_eq!(f[0].line, Some(1));
+        let mut after = ok.clone();
+        after.push(r#"{"event":"backend.note"}"#);
+        let f = check_events(&stream(&after), &r);
+        assert_eq!(rules(&f), ["harness.events.order"], "{f:?}");
+        assert_eq!(f[0].line, Some(7));
+
+        // Given a seed event whose first occurrence follows run.completed,
+        // then it is reported once, not twice.
+        let late: Vec<&str> = BASE
+            .iter()
+            .chain(&[TAIL[0], TAIL[2], TAIL[1]])
+            .copied()
+            .collect();
+        let f = check_events(&stream(&late), &r);
+        assert_eq!(rules(&f), ["harness.events.order"], "{f:?}");
+    }
+
+    #[test]
+    fn a_run_completed_status_that_contradicts_a_pass_report_fails_closed() {
+        let pass = report(ApprovalStatus::NotRequired);
+        let completed = |status: &str| format!(r#"{{"event":"run.completed","status":{status}}}"#);
+        let with_last = |last: &str| {
+            let mut l: Vec<String> = BASE
+                .iter()
+                .chain(&TAIL[..2])
+                .map(|s| (*s).to_owned())
+                .collect();
+            l.push(last.to_owned());
+            l.join("\n")
+        };
+        // Given report.json says pass and the one run.completed says the
+        // run failed or was blocked (or anything but pass),
+        // when the events are checked,
+        // then it is a harness.events.status_consistent finding,
+        // EVIDENCE_TAMPERED, at the run.completed line.
+        for status in [
+            r#""fail""#,
+            r#""blocked""#,
+            r#""FAILED""#,
+            r#""error""#,
+            "false",
+        ] {
+            let f = check_events(&with_last(&completed(status)), &pass);
+            assert_eq!(rules(&f), ["harness.events.status_consistent"], "{status}");
+            assert_eq!(f[0].reason_code, ReasonCode::EvidenceTampered);
+            assert_eq!(f[0].line, Some(6));
+        }
+        let outcome = r#"{"event":"run.completed","outcome":"blocked"}"#;
+        assert_eq!(
+            rules(&check_events(&with_last(outcome), &pass)),
+            ["harness.events.status_consistent"]
+        );
+        // A pass status, none, or one that states no failure agrees with
+        // the report.
+        for status in [
+            r#""pass""#,
+            r#"" Passed ""#,
+            r#""success""#,
+            "null",
+            r#""completed""#,
+            r#""done""#,
+        ] {
+            assert!(
+                check_events(&with_last(&completed(status)), &pass).is_empty(),
+                "{status}"
+            );
+        }
+        assert!(check_events(&with_last(TAIL[2]), &pass).is_empty());
+        // A report that already says fail is failed by its blocker instead.
+        let failed = RunReport {
+            status: RunStatus::Fail,
+            blockers: vec!["approval denied".into()],
+            ..report(ApprovalStatus::NotRequired)
+        };
+        assert!(check_events(&with_last(&completed(r#""fail""#)), &failed).is_empty());
+
+        // Given a pass run.completed followed by a second one with status
+        // fail or blocked, then both the repeat and the contradiction count.
+        for status in [r#""fail""#, r#""blocked""#] {
+            let text = format!(
+                "{}\n{}",
+                with_last(&completed(r#""pass""#)),
+                completed(status)
+            );
+            let f = check_events(&text, &pass);
+            let mut got = rules(&f);
+            got.sort_unstable();
+            assert_eq!(
+                got,
+                ["harness.events.once", "harness.events.status_consistent"],
+                "{status}"
+            );
+            assert!(f.iter().all(|x| x.line == Some(7)));
+        }
     }
 
     #[test]

@@ -154,19 +154,26 @@ def execution(case, step, cmd, code, stdout, stderr, status=None):
 STARTED = "2026-02-09T14:28:00Z"
 
 
+HARNESS_EVENTS = [
+    {"event": "run.started", "actor": "harness", "timestamp": "2026-02-09T14:28:01Z"},
+    {"event": "task.contract.created", "actor": "harness", "timestamp": "2026-02-09T14:28:02Z"},
+    {"event": "plan.updated", "actor": "backend-x", "timestamp": "2026-02-09T14:28:03Z"},
+    {"event": "patch.applied", "actor": "backend-x", "timestamp": "2026-02-09T14:28:10Z"},
+    {"event": "git.diff.checked", "actor": "harness", "timestamp": "2026-02-09T14:28:11Z"},
+    {"event": "verification.completed", "actor": "harness", "timestamp": "2026-02-09T14:28:20Z"},
+    {"event": "run.completed", "actor": "harness", "timestamp": "2026-02-09T14:28:21Z", "status": "pass"},
+]
+
+
+def harness_events():
+    return copy.deepcopy(HARNESS_EVENTS)
+
+
 def harness(case, events=None, mutate=None, approval="not-required"):
     f = case["files"]
     evs = events
     if evs is None:
-        evs = [
-            {"event": "run.started", "actor": "harness", "timestamp": "2026-02-09T14:28:01Z"},
-            {"event": "task.contract.created", "actor": "harness", "timestamp": "2026-02-09T14:28:02Z"},
-            {"event": "plan.updated", "actor": "backend-x", "timestamp": "2026-02-09T14:28:03Z"},
-            {"event": "patch.applied", "actor": "backend-x", "timestamp": "2026-02-09T14:28:10Z"},
-            {"event": "git.diff.checked", "actor": "harness", "timestamp": "2026-02-09T14:28:11Z"},
-            {"event": "verification.completed", "actor": "harness", "timestamp": "2026-02-09T14:28:20Z"},
-            {"event": "run.completed", "actor": "harness", "timestamp": "2026-02-09T14:28:21Z", "status": "pass"},
-        ]
+        evs = harness_events()
     f["events.normalized.jsonl"] = "".join(json.dumps(e) + "\n" for e in evs)
     f["test.log"] = "$ cargo test\ntest result: ok. 3 passed\n"
     f["trace.jsonl"] = json.dumps({"action": "check", "name": "diff"}) + "\n"
@@ -604,6 +611,48 @@ def _(c):
     def m(r):
         r["status"] = "fail"; r["blockers"] = ["timeout: backend exceeded 600s"]
     harness(c, mutate=m)
+
+
+# Seed 003: run.started and run.completed each exactly once, nothing after
+# run.completed; a repeat is harness.events.once.
+@case("fail_harness_run_completed_twice", "FAIL", "SCHEMA_VIOLATION", ["harness_report_valid"], ["harness.events.once"])
+def _(c):
+    evs = harness_events()
+    harness(c, events=evs + [copy.deepcopy(evs[-1])])
+
+
+@case("fail_harness_run_started_again_before_completed", "FAIL", "SCHEMA_VIOLATION", ["harness_report_valid"], ["harness.events.once"])
+def _(c):
+    evs = harness_events()
+    harness(c, events=evs[:6] + [copy.deepcopy(evs[0])] + evs[6:])
+
+
+# Seed 003: a denied/failed run "must ... emit run.completed with a failed or
+# blocked status"; such a run.completed under a report that says pass is a
+# contradiction (EVIDENCE_TAMPERED), not a pass.
+@case("fail_harness_completed_status_fail_report_pass", "FAIL", "EVIDENCE_TAMPERED", ["harness_report_valid"], ["harness.events.status_consistent"], "security_violation")
+def _(c):
+    evs = harness_events()
+    evs[-1]["status"] = "fail"
+    harness(c, events=evs)
+
+
+@case("fail_harness_second_completed_blocked", "FAIL", "EVIDENCE_TAMPERED", ["harness_report_valid"], ["harness.events.once", "harness.events.status_consistent"])
+def _(c):
+    evs = harness_events()
+    harness(c, events=evs + [{"event": "run.completed", "actor": "harness", "timestamp": "2026-02-09T14:28:22Z", "status": "blocked"}])
+
+
+# Seed 002 reads "auth"/"timeout"/"schema" in stderr only: the same words in
+# stdout leave the CI_FAILED fail_class at test_failure.
+@case("fail_execution_auth_only_in_stdout", "FAIL", "CI_FAILED", ["execution_records_valid"], ["execution.succeeded"], "test_failure")
+def _(c):
+    execution(c, "user_execution", "pytest", 1, "auth module loaded\n", "")
+
+
+@case("fail_execution_timeout_only_in_stdout", "FAIL", "CI_FAILED", ["execution_records_valid"], ["execution.succeeded"], "test_failure")
+def _(c):
+    execution(c, "user_execution", "pytest", 1, "test_connection_timeout PASSED\nschema v2 loaded\n", "exit 1\n")
 
 
 for code in ["TIMEOUT_EXCEEDED", "BUDGET_EXCEEDED", "EXECUTOR_ERROR", "POLICY_VIOLATION", "PERMISSION_DENIED",

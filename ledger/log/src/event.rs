@@ -104,6 +104,16 @@ impl Event {
         }
     }
 
+    /// The digest of the statement this event carries
+    /// ([`Statement::digest`]), without copying its payload.
+    pub fn statement_digest(&self) -> Hash {
+        let mut h = Sha256::new();
+        h.update(b"docket/v1/statement\0");
+        h.update(self.author);
+        h.update(signing_message(&self.kind, &self.payload));
+        h.finalize().into()
+    }
+
     /// The author signing message of this event.
     pub fn signing_message(&self) -> Vec<u8> {
         signing_message(&self.kind, &self.payload)

@@ -54,6 +54,22 @@ pub struct CommitBatch {
     pub checkpoint: Option<(u64, String)>,
 }
 
+/// What a store's own bookkeeping holds, for [`crate::verify::verify_log`]
+/// and the background scrub to check against the events
+/// ([`Store::check_structures`]).
+#[derive(Debug, Default)]
+pub struct StructureReport {
+    /// The statement digest the store recorded for each event, indexed by
+    /// sequence number (`None`, or past the end, where it recorded none).
+    /// The verifier compares each with the digest of the event's
+    /// statement: a recorded digest that differs would make the store
+    /// answer "not in the log" for a statement that is.
+    pub statements: Vec<Option<Hash>>,
+    /// Damage found in the store's own files: `(location, detail)`, the
+    /// location a file and byte offset.
+    pub damage: Vec<(String, String)>,
+}
+
 /// The narrow storage interface the ledger needs.
 pub trait Store: NodeSource + Send + Sync {
     /// Writes `batch` atomically and returns only once it is on disk.
@@ -144,6 +160,17 @@ pub trait Store: NodeSource + Send + Sync {
     /// it, so opening does not read one.
     fn exact_statement_lookup(&self) -> bool {
         false
+    }
+    /// Checks the store's own structures that the rest of this trait does
+    /// not expose for checking (for the tile store: every commit record's
+    /// checksum and order, every stored hash tile above level 0 against its
+    /// recomputation from the level below) and returns them with what was
+    /// found. `None`: the store has nothing of the kind (the default).
+    /// `keep_going` is polled now and then; when it says stop, the report
+    /// so far is returned.
+    fn check_structures(&self, keep_going: &dyn Fn() -> bool) -> Result<Option<StructureReport>> {
+        let _ = keep_going;
+        Ok(None)
     }
 }
 
@@ -1327,6 +1354,9 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     fn exact_statement_lookup(&self) -> bool {
         (**self).exact_statement_lookup()
+    }
+    fn check_structures(&self, keep_going: &dyn Fn() -> bool) -> Result<Option<StructureReport>> {
+        (**self).check_structures(keep_going)
     }
 }
 

@@ -2139,6 +2139,144 @@ impl TileStore {
         record_at(&self.commits, &self.commits_path, offset)
     }
 
+    /// The commit record that holds byte `offset` of the commit log, read
+    /// and checked from the start (a damaged record on the way is the
+    /// error, with its location). Only for a lookup that found what looks
+    /// like damage: it reads the whole commit log.
+    fn record_holding(&self, offset: u64, end: u64) -> Result<CommitRecord> {
+        let mut at = 0;
+        while at < end {
+            let rec = self.record_at(at)?;
+            if rec.end > offset {
+                return Ok(rec);
+            }
+            at = rec.end;
+        }
+        Err(LogError::corrupt(
+            format!("tiles/commits, byte {offset}"),
+            "the statement index points past the commit log",
+        ))
+    }
+
+    /// [`Store::check_structures`]: every commit record up to the logical
+    /// end read and checked (checksum, order, the sequence numbers its
+    /// statements name), the statement digests they record by sequence
+    /// number, and every stored hash tile above level 0 compared with its
+    /// recomputation from the level below (level 0 is compared with the
+    /// events by the verifier, through [`Store::leaf_hashes`]).
+    fn structure_report(
+        &self,
+        keep_going: &dyn Fn() -> bool,
+    ) -> Result<crate::store::StructureReport> {
+        let (len, commits_end) = {
+            let view = self.read_view();
+            (view.len, view.commits_end)
+        };
+        let mut report = crate::store::StructureReport {
+            statements: vec![None; usize::try_from(len).unwrap_or(0)],
+            damage: Vec::new(),
+        };
+        let commits = "tiles/commits";
+        let (mut at, mut prev_len) = (0u64, 0u64);
+        while at < commits_end {
+            let rec = match self.record_at(at) {
+                Ok(rec) => rec,
+                Err(LogError::Corrupt { location, detail }) => {
+                    // Without a valid record here the next boundary is
+                    // unknown: the records after it are not read.
+                    report.damage.push((
+                        location,
+                        format!("{detail}; the commit log after it is not checked"),
+                    ));
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            let whole = format!("{commits}, byte {}", rec.start);
+            if rec.log_len < prev_len || rec.log_len > len || rec.end > commits_end {
+                report.damage.push((
+                    whole.clone(),
+                    format!(
+                        "a commit record claims a log length of {} after {prev_len} (the log holds {len})",
+                        rec.log_len
+                    ),
+                ));
+            }
+            let mut next = prev_len;
+            for (d, seq) in &rec.statements {
+                if *seq < next || *seq >= rec.log_len {
+                    report.damage.push((
+                        whole.clone(),
+                        format!(
+                            "a commit record names seq {seq} outside the events it committed ({prev_len}..{})",
+                            rec.log_len
+                        ),
+                    ));
+                    continue;
+                }
+                next = seq + 1;
+                if let Some(slot) = usize::try_from(*seq)
+                    .ok()
+                    .and_then(|i| report.statements.get_mut(i))
+                {
+                    *slot = Some(*d);
+                }
+            }
+            prev_len = prev_len.max(rec.log_len);
+            at = rec.end;
+            if !keep_going() {
+                return Ok(report);
+            }
+        }
+        // Hash tiles above level 0, each against the level below.
+        let mut level = 1u8;
+        while let Some(full) = len
+            .checked_shr(8 * (u32::from(level) + 1))
+            .filter(|n| *n > 0)
+        {
+            for index in 0..full {
+                if !keep_going() {
+                    return Ok(report);
+                }
+                let rel = hash_tile_path(level, index);
+                let stored = match fs::read(self.path(&rel)) {
+                    Ok(b) => b,
+                    // A missing tile is recomputed when it is needed.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(LogError::io(self.path(&rel), e)),
+                };
+                let Some(stored) = parse_tile(&stored).filter(|h| h.len() as u64 == TILE_WIDTH)
+                else {
+                    report.damage.push((
+                        format!("tiles/{rel}"),
+                        "a full hash tile that is not 256 hashes".into(),
+                    ));
+                    continue;
+                };
+                let computed = match self.compute_tile(level, index) {
+                    Ok(c) => c,
+                    Err(LogError::Corrupt { location, detail }) => {
+                        report.damage.push((location, detail));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                if let Some(k) = stored.iter().zip(&computed).position(|(a, b)| a != b) {
+                    report.damage.push((
+                        format!("tiles/{rel}, byte {}", 32 * k),
+                        format!(
+                            "hash {k} of this level-{level} hash tile differs from its recomputation \
+                             from level {} (a derived file: removed, it is recomputed from the level below)",
+                            level - 1
+                        ),
+                    ));
+                }
+            }
+            level += 1;
+        }
+        Ok(report)
+    }
+
     /// The `(digest, seq)` pair at `offset`, if it lies before `end`.
     fn statement_at(&self, offset: u64, end: u64) -> Result<Option<(Hash, u64)>> {
         statement_at(&self.commits, &self.commits_path, offset, end)
@@ -2766,6 +2904,13 @@ impl Store for TileStore {
         Ok(out)
     }
 
+    fn check_structures(
+        &self,
+        keep_going: &dyn Fn() -> bool,
+    ) -> Result<Option<crate::store::StructureReport>> {
+        self.structure_report(keep_going).map(Some)
+    }
+
     fn statement_seq(&self, digest: &Hash) -> Result<Option<u64>> {
         let end = self.read_view().commits_end;
         let mut ix = self.derived.indexes();
@@ -2779,7 +2924,15 @@ impl Store for TileStore {
                     found = Some(seq);
                     true
                 }
-                _ => false,
+                Some(_) => {
+                    // The slot's 64-bit key is this digest's, the pair it
+                    // points at is not: a key collision (about 2^-64), or a
+                    // damaged commit record, which must not pass for "not
+                    // in the log" (the statement would be appended twice).
+                    self.record_holding(offset, end)?;
+                    false
+                }
+                None => false,
             })
         });
         if let Err(e) = looked {

@@ -67,6 +67,10 @@ pub enum FindingKind {
     /// Content held beside the log by digest (named by an event, checked by
     /// the state machine's owner) is missing or does not match its digest.
     Content,
+    /// The store's own bookkeeping is damaged (a commit record, a hash tile
+    /// above level 0, a statement digest recorded for an event): the detail
+    /// names the file and byte.
+    Structure,
 }
 
 /// One thing the verifier found wrong.
@@ -644,6 +648,25 @@ pub fn verify_log<M: StateMachine>(
         None
     };
     let compare_at = snapshots.as_ref().and_then(|s| s.seq);
+    // The store's own structures (commit records, upper hash tiles), and
+    // the statement digests it recorded, compared with the events below.
+    let recorded_statements = if full_range {
+        match store.check_structures(&|| true)? {
+            Some(report) => {
+                for (location, detail) in report.damage {
+                    findings.push(
+                        FindingKind::Structure,
+                        None,
+                        format!("{location}: {detail}"),
+                    );
+                }
+                report.statements
+            }
+            None => Vec::new(),
+        }
+    } else {
+        Vec::new()
+    };
 
     let mut state = M::default();
     let mut checker = LogChecker::new();
@@ -717,16 +740,18 @@ pub fn verify_log<M: StateMachine>(
                     events.push(e);
                 }
             }
-            // Signatures on all cores, alongside the sequential fold.
-            let verify_sigs = || -> Vec<u64> {
-                if options.signatures {
+            // Signatures (and recorded statement digests) on all cores,
+            // alongside the sequential fold.
+            let verify_sigs = || -> (Vec<u64>, Vec<(u64, Hash, Hash)>) {
+                let bad = if options.signatures {
                     event::verify_signatures(&events)
                         .into_iter()
                         .map(|i| events[i].seq)
                         .collect()
                 } else {
                     Vec::new()
-                }
+                };
+                (bad, misrecorded_statements(&events, &recorded_statements))
             };
             let fold = || -> Vec<(FindingKind, u64, String)> {
                 let mut out = Vec::new();
@@ -753,7 +778,19 @@ pub fn verify_log<M: StateMachine>(
                 }
                 out
             };
-            let (bad_sigs, fold_findings) = rayon::join(verify_sigs, fold);
+            let ((bad_sigs, misrecorded), fold_findings) = rayon::join(verify_sigs, fold);
+            for (seq, recorded, own) in misrecorded {
+                findings.push(
+                    FindingKind::Structure,
+                    Some(seq),
+                    format!(
+                        "tiles/commits records statement digest {} for this event, not its own {} \
+                         (a lookup of the statement would miss it)",
+                        hex::encode(recorded),
+                        hex::encode(own)
+                    ),
+                );
+            }
             if options.signatures {
                 signatures_checked += events.len() as u64;
             }
@@ -801,7 +838,19 @@ pub fn verify_log<M: StateMachine>(
         && a.size <= checker.len()
     {
         match roots_at.get(&a.size) {
-            Some(r) if *r == a.root => {}
+            Some(r) if *r == a.root => {
+                // The bytes give the root the ledger signed: where a stored
+                // leaf differs, the stored leaf (derived) is the damaged
+                // copy, not the event.
+                for f in &mut findings.list {
+                    if f.kind == FindingKind::StoredLeaf && f.seq.is_some_and(|s| s < a.size) {
+                        f.detail.push_str(
+                            "; the event bytes give the anchored root, so the stored leaf \
+                             (a derived hash tile, tiles/tile/0/… in the tile store) is the damaged copy",
+                        );
+                    }
+                }
+            }
             _ => findings.push(
                 FindingKind::Root,
                 Some(a.size.saturating_sub(1)),
@@ -843,6 +892,24 @@ pub fn verify_log<M: StateMachine>(
         findings_dropped: findings.dropped,
     };
     Ok((report, state))
+}
+
+/// Events whose statement digest differs from the one the store recorded
+/// for their position: `(seq, recorded, own)`, on all cores.
+fn misrecorded_statements(events: &[Event], recorded: &[Option<Hash>]) -> Vec<(u64, Hash, Hash)> {
+    use rayon::prelude::*;
+    if recorded.is_empty() {
+        return Vec::new();
+    }
+    events
+        .par_iter()
+        .with_min_len(256)
+        .filter_map(|ev| {
+            let want = (*recorded.get(usize::try_from(ev.seq).ok()?)?)?;
+            let own = ev.statement_digest();
+            (own != want).then_some((ev.seq, want, own))
+        })
+        .collect()
 }
 
 /// Hashes the leaves of a chunk on all cores.
@@ -1277,6 +1344,15 @@ pub fn scrub(
             }));
         }
         next = to;
+    }
+    if let Some(report) = store.check_structures(keep_going)?
+        && let Some((location, detail)) = report.damage.into_iter().next()
+    {
+        return Ok(Some(Finding {
+            kind: FindingKind::Structure,
+            seq: None,
+            detail: format!("{location}: {detail}"),
+        }));
     }
     if upto > 0 {
         let stored = merkle::root_at(store, upto).ok();

@@ -1324,3 +1324,92 @@ fn a_part_file_past_the_open_bundle_carries_no_events_and_is_emptied_before_use(
     assert_eq!(entries.len(), 310 - 256);
     assert_eq!(entries[0], small_event(256).as_slice());
 }
+
+/// A store of `n` small events committed 4,096 at a time, closed.
+fn store_of_small_events(dir: &Path, n: u64) {
+    let store = create(dir);
+    let mut model = Model::new();
+    while model.len() < n {
+        let k = (n - model.len()).min(4096);
+        store.commit(&model.batch_of(k, small_event)).unwrap();
+    }
+}
+
+/// Flips one bit of byte `at` of `path`.
+fn flip(path: &Path, at: u64) {
+    let mut b = std::fs::read(path).unwrap();
+    b[at as usize] ^= 0x10;
+    std::fs::write(path, b).unwrap();
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn check_structures_reports_damage_to_the_commit_log_and_upper_hash_tiles() {
+    // Given a store past one full level-1 hash tile,
+    let pristine = tempfile::tempdir().unwrap();
+    let n = 66_000u64;
+    store_of_small_events(pristine.path(), n);
+    let damaged = |damage: &dyn Fn(&Path)| {
+        let dir = tempfile::tempdir().unwrap();
+        copy_tree(pristine.path(), dir.path());
+        damage(dir.path());
+        dir
+    };
+    // when it is undamaged, then nothing is found and every event's
+    // statement digest is recorded by its position;
+    let store = open(pristine.path());
+    let report = store.check_structures(&|| true).unwrap().unwrap();
+    assert!(report.damage.is_empty(), "{:?}", report.damage);
+    assert_eq!(report.statements.len() as u64, n);
+    for s in (0..n).step_by(997) {
+        assert_eq!(report.statements[s as usize], Some(digest(s)), "seq {s}");
+    }
+    drop(store);
+
+    // when one hash of the level-1 tile is flipped, then the tile and the
+    // byte are named (the proofs through it would not verify);
+    let dir = damaged(&|d| flip(&d.join("tiles/tile/1/000"), 32 * 5 + 3));
+    let report = open(dir.path())
+        .check_structures(&|| true)
+        .unwrap()
+        .unwrap();
+    assert_eq!(report.damage.len(), 1, "{:?}", report.damage);
+    assert_eq!(report.damage[0].0, "tiles/tile/1/000, byte 160");
+
+    // when a byte of a statement digest in the commit log is flipped, then
+    // its record is named, and a lookup of that statement is an error
+    // naming it, never "not in the log" (which would append it twice).
+    let commits = std::fs::read(pristine.path().join("tiles/commits")).unwrap();
+    let needle = digest(30_000);
+    let at = commits
+        .windows(32)
+        .position(|w| w == needle)
+        .expect("the digest is in the commit log") as u64;
+    let dir = damaged(&|d| flip(&d.join("tiles/commits"), at + 20));
+    let store = open(dir.path());
+    let report = store.check_structures(&|| true).unwrap().unwrap();
+    assert_eq!(report.damage.len(), 1, "{:?}", report.damage);
+    assert!(
+        report.damage[0].0.starts_with("tiles/commits, byte "),
+        "{:?}",
+        report.damage
+    );
+    match store.statement_seq(&needle) {
+        Err(LogError::Corrupt { location, .. }) => {
+            assert!(location.starts_with("tiles/commits, byte "), "{location}");
+        }
+        other => panic!("a lookup over a damaged commit record gave {other:?}"),
+    }
+}

@@ -313,7 +313,22 @@ pub fn build(
                     files.insert(format!("{BLOBS_DIR}{}", hex::encode(d)), bytes);
                     blob_count += 1;
                 }
-                None => blobs_absent.push(hex::encode(d)),
+                None => {
+                    // Absent is right only when retention removed the
+                    // content after the carried events; content the
+                    // ledger still holds as live (or as an OID's redacted
+                    // content) must be there: its absence is damage.
+                    if let Some(oid) = needed_now(&builder.state().domain.oids, &d, source) {
+                        return Err(ExportError::Ledger(crate::LedgerError::Corrupt {
+                            location: format!("blobs/{}", hex::encode(d)),
+                            detail: format!(
+                                "the content of evidence {oid} is missing from the blob store, \
+                                 and the ledger holds it as live"
+                            ),
+                        }));
+                    }
+                    blobs_absent.push(hex::encode(d));
+                }
             }
         }
     }
@@ -423,8 +438,15 @@ fn fetch(source: &dyn LogSource, seq: u64) -> Result<Vec<u8>, ExportError> {
         .ok_or_else(|| ExportError::NotFound(format!("event {seq}")))
 }
 
+/// Decodes stored event `seq`: bytes the ledger stored that do not decode
+/// are damage (exit 5), not a malformed request.
 fn decode(seq: u64, bytes: &[u8]) -> Result<Event, ExportError> {
-    let e = Event::decode(bytes)?;
+    let e = Event::decode(bytes).map_err(|e| {
+        ExportError::Ledger(crate::LedgerError::Corrupt {
+            location: format!("event {seq}"),
+            detail: format!("the stored event does not decode: {e}"),
+        })
+    })?;
     if e.seq != seq {
         return Err(ExportError::Ledger(crate::LedgerError::Corrupt {
             location: format!("event {seq}"),
@@ -545,6 +567,27 @@ pub fn expected_blobs(oids: &OidRegistry) -> BTreeSet<BlobDigest> {
             OidState::Expired => None,
         })
         .collect()
+}
+
+/// An OID whose content is blob `d` in the export's fold and which the
+/// ledger's live state still holds (live, or redacted to `d`): its blob
+/// must be stored.
+fn needed_now(oids: &OidRegistry, d: &BlobDigest, source: &dyn LogSource) -> Option<String> {
+    let hex_d = hex::encode(d);
+    oids.oids.keys().find_map(|oid| {
+        let now = source.oid_record(oid)?;
+        let needed = match now.state {
+            OidState::Live => now.sha256 == hex_d,
+            OidState::Redacted => {
+                now.removal
+                    .as_ref()
+                    .and_then(|x| x.redacted_sha256.as_deref())
+                    == Some(hex_d.as_str())
+            }
+            OidState::Expired => false,
+        };
+        needed.then(|| oid.clone())
+    })
 }
 
 /// Blob digests whose content the OIDs' retention removed (must be absent).

@@ -1149,9 +1149,14 @@ struct ApprovalOut {
     actor: String,
     scope: String,
     mutation_mode: String,
+    requested_at: String,
     expires_at: Option<String>,
     decided_seq: Option<u64>,
     decided_by: Option<String>,
+    /// The actor named in the grant or denial (None while requested).
+    decided_actor: Option<String>,
+    note: Option<String>,
+    reason: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -1256,6 +1261,10 @@ impl From<pb::TaskVerdict> for VerdictOut {
                     expires_at: opt_ms(a.expires_at_unix_ms),
                     decided_seq: (a.decided_seq > 0).then_some(a.decided_seq),
                     decided_by: (!a.decided_by.is_empty()).then(|| hex::encode(&a.decided_by)),
+                    decided_actor: (!a.decided_actor.is_empty()).then_some(a.decided_actor),
+                    requested_at: a.requested_at,
+                    note: (!a.note.is_empty()).then_some(a.note),
+                    reason: (!a.reason.is_empty()).then_some(a.reason),
                 })
                 .collect(),
             state_digest: hex::encode(&t.state_digest),
@@ -1357,9 +1366,17 @@ impl VerdictOut {
         }
         for a in &self.approvals {
             s.push_str(&format!(
-                "\n  approval #{} {} {} {} by {}",
+                "\n  approval #{} {} {} {}, requested by {}",
                 a.request_seq, a.state, a.scope, a.mutation_mode, a.actor
             ));
+            if let Some(by) = &a.decided_actor {
+                let verb = if a.state == "denied" {
+                    "denied"
+                } else {
+                    "granted"
+                };
+                s.push_str(&format!(", {verb} by {by}"));
+            }
         }
         if !self.evidence_oids.is_empty() {
             s.push_str(&format!("\n  evidence: {}", self.evidence_oids.join(" ")));

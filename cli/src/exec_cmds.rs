@@ -235,6 +235,12 @@ pub fn run_command(argv: &[String], timeout: Duration, simulate: bool) -> Captur
                 std::io::ErrorKind::PermissionDenied => {
                     format!("permission denied: {program} cannot be executed ({e})")
                 }
+                // ENOEXEC: the file exists and may be run, but is no
+                // executable format the kernel knows (the gateway itself
+                // works: this is the command's fault).
+                _ if e.raw_os_error() == Some(libc::ENOEXEC) => {
+                    format!("not executable: {program} is not a program this system can run ({e})")
+                }
                 _ => format!("ExecutionGateway is unavailable: cannot start {program}: {e}"),
             };
             return no_evidence(&raw_command, started_at, t0, reason, Vec::new(), &[]);

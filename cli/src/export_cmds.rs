@@ -258,11 +258,13 @@ fn export_error(e: &ExportError) -> CliError {
 
 /// Parses `--trusted-key`: a verifier key, or a file holding one. A
 /// C2SP verifier key is `<name>+<8 hex>+<base64>`: an argument without a
-/// `+` that names no file is a key file that cannot be read (exit 4), one
-/// with a `+` that does not parse an unparsable key (exit 64).
+/// `+` that names no file but looks like a path (a `/` or a `.` in it) is
+/// a key file that cannot be read (exit 4); anything else that does not
+/// parse is an unparsable key (exit 64).
 fn trusted_key(arg: &str) -> Result<NoteVerifier> {
     let path = Path::new(arg);
-    if (!path.exists() && !arg.contains('+')) || path.is_dir() {
+    let path_like = !arg.contains('+') && (arg.contains('/') || arg.contains('.'));
+    if (!path.exists() && path_like) || path.is_dir() {
         return Err(CliError::new(
             exit::MISSING,
             format!("cannot read --trusted-key {arg}: no such file (and not a C2SP verifier key)"),

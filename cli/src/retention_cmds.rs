@@ -91,6 +91,11 @@ pub struct PinArgs {
     /// Why (kept in the event, e.g. "legal hold 2026-17").
     #[arg(long)]
     pub reason: Option<String>,
+    /// Keep content in which the secret scanner finds secrets (seed 000:
+    /// redact secrets before long-term retention; by default pinning such
+    /// content is refused, exit 2).
+    #[arg(long)]
+    pub allow_secrets: bool,
 }
 
 /// `docket retention unpin`.
@@ -124,6 +129,10 @@ pub struct ReclassifyArgs {
     /// Why (kept in the event).
     #[arg(long)]
     pub reason: Option<String>,
+    /// Move content in which the secret scanner finds secrets to
+    /// `high_impact` anyway (by default refused, exit 2: redact first).
+    #[arg(long)]
+    pub allow_secrets: bool,
 }
 
 /// `docket retention sweep`.
@@ -245,6 +254,9 @@ pub fn run(cmd: &RetentionCmd, ctx: &Ctx) -> Result<u8> {
     let RetentionCmd::Retention(sub) = cmd;
     match sub {
         RetentionSub::Pin(a) => {
+            if !a.allow_secrets {
+                refuse_unredacted(ctx, &a.oid, "pinning")?;
+            }
             let p = Pinned {
                 oid: norm_oid(&a.oid),
                 reason: a.reason.clone(),
@@ -263,6 +275,9 @@ pub fn run(cmd: &RetentionCmd, ctx: &Ctx) -> Result<u8> {
             append(ctx, kinds::UNPINNED, &p, &a.key)
         }
         RetentionSub::Reclassify(a) => {
+            if !a.allow_secrets && matches!(a.class, ClassArg::HighImpact) {
+                refuse_unredacted(ctx, &a.oid, "moving to high_impact")?;
+            }
             let p = Reclassified {
                 oid: norm_oid(&a.oid),
                 class: a.class.as_str().to_string(),
@@ -276,6 +291,41 @@ pub fn run(cmd: &RetentionCmd, ctx: &Ctx) -> Result<u8> {
         RetentionSub::Policy(PolicyCmd::Set(a)) => run_policy_set(a, ctx),
         RetentionSub::Policy(PolicyCmd::Show) => run_policy_show(ctx),
     }
+}
+
+/// Seed 000 §3: "redact secrets before long-term retention". Long-term
+/// retention (a pin, the `high_impact` class) of content in which the
+/// secret scanner finds secrets is refused (exit 2) with the command that
+/// redacts them. Content that cannot be read here (expired, too large, not
+/// yet stored) is left to the ledger's own rules.
+fn refuse_unredacted(ctx: &Ctx, oid: &str, what: &str) -> Result<()> {
+    let oid = norm_oid(oid);
+    let content = match docket(ctx)? {
+        Some(d) => d.current_content(&oid, MAX_AUTO_REDACT).ok(),
+        None => download_current(&remote(ctx)?, &oid).ok(),
+    };
+    let Some(content) = content else {
+        return Ok(());
+    };
+    let found = redact_secrets(&content).findings;
+    if found.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = found
+        .iter()
+        .map(|f| format!("{} on line {}", f.kind, f.line))
+        .collect();
+    Err(CliError::new(
+        exit::INVALID,
+        format!(
+            "{what} {oid} refused: its content holds {} secret(s) ({}); seed 000 requires \
+             redacting secrets before long-term retention: run `docket retention redact {oid} \
+             --auto --reason TEXT --key CUSTODIAN_KEY` first, or pass --allow-secrets",
+            found.len(),
+            list.join(", ")
+        ),
+    )
+    .into())
 }
 
 fn norm_oid(oid: &str) -> String {

@@ -291,3 +291,114 @@ fn out_of(data: &Path, server: Option<&str>, task: &str, ty: &str) -> Vec<u8> {
     ok(&out);
     out.stdout
 }
+
+/// Seed 000 §3: "redact secrets before long-term retention". Given evidence
+/// whose content holds a secret, when a custodian pins it or moves it to
+/// `high_impact`, then the command is refused (exit 2, nothing appended)
+/// naming the secret's kind and line and the redaction command; after
+/// `retention redact --auto` (or with `--allow-secrets`) it goes through.
+#[test]
+fn long_term_retention_of_content_with_secrets_is_refused_until_redacted() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    let data = root.join("ledger");
+    ok(&run(&data, None, &["init"]));
+    let sub = key(root, &data, "sub", "submitter");
+    let cus = key(root, &data, "cus", "custodian");
+    let task_file = demo().join("task.json");
+    let task: Value = serde_json::from_slice(&std::fs::read(&task_file).unwrap()).unwrap();
+    let task = task["task_id"].as_str().unwrap().to_string();
+    let (sub, cus) = (sub.to_str().unwrap(), cus.to_str().unwrap());
+    ok(&run(
+        &data,
+        None,
+        &[
+            "task",
+            "register",
+            task_file.to_str().unwrap(),
+            "--key",
+            sub,
+        ],
+    ));
+    let put = |name: &str, content: &str| -> String {
+        let file = root.join(name);
+        std::fs::write(&file, content).unwrap();
+        let out = ok(&run(
+            &data,
+            None,
+            &[
+                "--json",
+                "evidence",
+                "put",
+                file.to_str().unwrap(),
+                "--task",
+                &task,
+                "--key",
+                sub,
+            ],
+        ))
+        .clone();
+        lines(&out)[0]["oid"].as_str().unwrap().to_string()
+    };
+    let size = |data: &Path| -> u64 {
+        lines(ok(&run(data, None, &["--json", "checkpoint"])))[0]["size"]
+            .as_u64()
+            .unwrap()
+    };
+    let leaky = put("ci.log", "build ok\naws_key=AKIAIOSFODNN7EXAMPLE\n");
+    let other = put("other.log", "token AKIAIOSFODNN7EXAMPLE\n");
+    let before = size(&data);
+    for args in [
+        vec!["retention", "pin", leaky.as_str(), "--key", cus],
+        vec![
+            "retention",
+            "reclassify",
+            other.as_str(),
+            "high_impact",
+            "--key",
+            cus,
+        ],
+    ] {
+        let out = run(&data, None, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("aws_access_key on line"), "{err}");
+        assert!(err.contains("retention redact"), "{err}");
+        assert!(
+            !err.contains("AKIAIOSFODNN7EXAMPLE"),
+            "the secret is never printed: {err}"
+        );
+    }
+    assert_eq!(size(&data), before, "refused: nothing appended");
+    // Redacted first, then pinned.
+    let redact = [
+        "retention",
+        "redact",
+        leaky.as_str(),
+        "--auto",
+        "--reason",
+        "secret",
+        "--key",
+        cus,
+    ];
+    ok(&run(&data, None, &redact));
+    ok(&run(
+        &data,
+        None,
+        &["retention", "pin", leaky.as_str(), "--key", cus],
+    ));
+    // Or kept as is, deliberately.
+    ok(&run(
+        &data,
+        None,
+        &[
+            "retention",
+            "reclassify",
+            other.as_str(),
+            "high_impact",
+            "--allow-secrets",
+            "--key",
+            cus,
+        ],
+    ));
+}

@@ -361,6 +361,27 @@ fn every_outcome(l: &Ledger) {
     );
     assert!(out.is_empty());
 
+    // Not a program: an executable file in no format the kernel runs
+    // (ENOEXEC) is the command's fault, not an unavailable gateway.
+    let garbage = l.path("not-a-program");
+    std::fs::write(&garbage, [0x7f, b'X', b'Y', b'Z', 0, 1, 2, 3]).unwrap();
+    std::fs::set_permissions(&garbage, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (r, _, _) = check_exec(
+        l,
+        &task,
+        &[],
+        &[garbage.to_str().unwrap()],
+        4,
+        "NO_EVIDENCE",
+    );
+    assert!(
+        r["stderr"]
+            .as_str()
+            .unwrap()
+            .starts_with("NO_EVIDENCE: not executable: "),
+        "{r}"
+    );
+
     // A gateway without real execution.
     let marker = l.path("simulated-marker");
     let (r, _, _) = check_exec(

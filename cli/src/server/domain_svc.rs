@@ -134,6 +134,10 @@ pub fn task_verdict(
             expires_at_unix_ms: a.expires_at_ms.unwrap_or(0),
             decided_seq: a.decided_seq.unwrap_or(0),
             decided_by: a.decided_by.as_ref().map(raw).unwrap_or_default(),
+            decided_actor: a.decided_actor.clone().unwrap_or_default(),
+            requested_at: a.requested_at.clone(),
+            note: a.note.clone().unwrap_or_default(),
+            reason: a.reason.clone().unwrap_or_default(),
         });
     }
     if history {

@@ -327,22 +327,32 @@ fn vsa_export_signs_each_verdict_and_check() {
 fn evidence_deleted_without_a_retention_event_is_reported_missing() {
     let s = scenario();
     let ledger = s.fx.docket.ledger();
-    let store = docket_domain::blobs::BlobStore::open(ledger.dir()).unwrap();
+    let options = ExportOptions {
+        tasks: vec![TASK.into()],
+        with_blobs: true,
+        ..Default::default()
+    };
     let d: [u8; 32] = <sha2::Sha256 as sha2::Digest>::digest(&s.blobs[2]).into();
-    assert!(store.delete(&d).unwrap());
-    let (files, report) = export::writer::build(
-        ledger,
-        &ExportOptions {
-            tasks: vec![TASK.into()],
-            with_blobs: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    assert_eq!(report.blobs_absent, vec![hex::encode(d)]);
+    // Given a bundle whose blob of live evidence was removed, when it is
+    // audited, then the blob is missing (exit 4).
+    let (mut files, report) = export::writer::build(ledger, &options).unwrap();
+    assert!(report.blobs_absent.is_empty());
+    assert!(files.remove(&format!("blobs/{}", hex::encode(d))).is_some());
+    reseal(&mut files);
     let r = audit(&files, Some(ledger.note_verifier().unwrap()));
     assert!(r.has(FindingKind::MissingBlob), "{:?}", r.findings);
     assert_eq!(r.exit_code(), 4);
+    // Given the ledger's own blob deleted with no retention event, when it
+    // is exported with blobs, then the export is refused as damage naming
+    // the blob (it never writes a bundle that passes the loss off as purged).
+    let store = docket_domain::blobs::BlobStore::open(ledger.dir()).unwrap();
+    assert!(store.delete(&d).unwrap());
+    match export::writer::build(ledger, &options) {
+        Err(export::ExportError::Ledger(docket_domain::LedgerError::Corrupt {
+            location, ..
+        })) => assert_eq!(location, format!("blobs/{}", hex::encode(d))),
+        other => panic!("export over a lost blob gave {:?}", other.map(|(_, r)| r)),
+    }
     let _ = LogSource::len(ledger);
 }
 

@@ -1746,7 +1746,7 @@ impl TileStore {
             batch.statements = redo.statements;
             batch.checkpoint = Some((size, note));
             tracing::warn!(
-                "tile store: events {len}..{size} were anchored before their commit was durable; committed them again from the anchor"
+                "tile store: events {len}..{size} are anchored but the store does not hold them (a commit interrupted before its files were durable, or damage to them since); committed them again from the anchor"
             );
             self.commit(&batch)?;
         }

@@ -777,8 +777,16 @@ impl DiskTable {
             b[..8].copy_from_slice(&key.to_be_bytes());
             b[8..].copy_from_slice(&(value + 1).to_be_bytes());
             self.put_slot(empty, &b)?;
-            self.count += 1;
         }
+        // Counted when found too: every caller offers keys of commit
+        // records past what the table counted (the header's count is the
+        // one synced with its watermark), so a key already there was
+        // written by a process that stopped before its next sync and is
+        // not in `count`. Counting it keeps growth ahead of the slots in
+        // use (an overcount only grows the table sooner); not counting it
+        // let a table fill up after repeated kills (no empty slot: the
+        // writer stopped).
+        self.count += 1;
         Ok(())
     }
 
@@ -3284,6 +3292,36 @@ mod tests {
             assert_eq!(found, Some(v as u64), "key {k:#x}");
         }
         assert_eq!(t.count, keys.len() as u64);
+    }
+
+    #[test]
+    fn keys_written_past_the_synced_count_are_counted_when_offered_again() {
+        // Given a table whose header count lags the keys in its pages (a
+        // process wrote them and was killed before syncing the header),
+        // twice over,
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = DiskTable::create(&dir.path().join("t.idx"), 1 << 12, true).unwrap();
+        let mut next = 0u64;
+        for _ in 0..2 {
+            let first = next;
+            for k in first..first + 2000 {
+                t.insert(k, k, &mut |_| Ok(false)).unwrap();
+            }
+            next = first + 2000;
+            if t.capacity == 1 << 12 {
+                t.count = 0; // the synced count: none of these keys
+            }
+            // when the catch-up offers the same keys again,
+            for k in first..next {
+                t.insert(k, k, &mut |v| Ok(v == k)).unwrap();
+            }
+        }
+        // then the table grows in time and never runs out of slots.
+        for k in next..next + 1000 {
+            t.insert(k, k, &mut |_| Ok(false)).unwrap();
+        }
+        assert!(t.capacity > 1 << 12);
+        assert_eq!(t.find(3, &mut |v| Ok(v == 3)).unwrap(), Some(3));
     }
 
     #[test]

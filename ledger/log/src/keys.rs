@@ -289,7 +289,15 @@ pub fn read_key_file(path: &Path) -> Result<SigningKey> {
 pub fn read_key_file_with(path: &Path, passphrase: Option<&str>) -> Result<SigningKey> {
     use ed25519_dalek::pkcs8::DecodePrivateKey as _;
     check_key_permissions(path)?;
-    let text = Zeroizing::new(fs::read_to_string(path).map_err(|e| LogError::io(path, e))?);
+    let text = Zeroizing::new(fs::read_to_string(path).map_err(|e| {
+        // Bytes that are not UTF-8 are a malformed (damaged) key file, as
+        // any other content that does not parse; not an I/O failure.
+        if e.kind() == std::io::ErrorKind::InvalidData {
+            LogError::malformed("key file", format!("{}: not UTF-8 text", path.display()))
+        } else {
+            LogError::io(path, e)
+        }
+    })?);
     let trimmed = text.trim_start();
     if trimmed.starts_with("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
         let pass = passphrase.ok_or_else(|| LogError::NotFound {

@@ -107,11 +107,7 @@ impl Event {
     /// The digest of the statement this event carries
     /// ([`Statement::digest`]), without copying its payload.
     pub fn statement_digest(&self) -> Hash {
-        let mut h = Sha256::new();
-        h.update(b"docket/v1/statement\0");
-        h.update(self.author);
-        h.update(signing_message(&self.kind, &self.payload));
-        h.finalize().into()
+        statement_digest(&self.author, &self.kind, &self.payload)
     }
 
     /// The author signing message of this event.
@@ -171,12 +167,18 @@ impl Statement {
     /// Digest identifying this statement for idempotency: same author, kind
     /// and payload is the same statement.
     pub fn digest(&self) -> Hash {
-        let mut h = Sha256::new();
-        h.update(b"docket/v1/statement\0");
-        h.update(self.author);
-        h.update(signing_message(&self.kind, &self.payload));
-        h.finalize().into()
+        statement_digest(&self.author, &self.kind, &self.payload)
     }
+}
+
+/// `SHA-256("docket/v1/statement\0" || author || signing message)`: the
+/// idempotency digest of a statement (FORMAT.md §2).
+fn statement_digest(author: &[u8; 32], kind: &str, payload: &[u8]) -> Hash {
+    let mut h = Sha256::new();
+    h.update(b"docket/v1/statement\0");
+    h.update(author);
+    h.update(signing_message(kind, payload));
+    h.finalize().into()
 }
 
 /// The message an author signs: `"docket/v1/" || kind || 0x00 || SHA-256(payload)`.

@@ -97,3 +97,30 @@ fn one_meaning_per_flag_name() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Seed 004 names its retention fields (`keep_days`, `keep_runs`): given
+/// them as flags, when parsed, then they set Docket's `routine_days` and
+/// `keep_last_submissions`.
+#[test]
+fn seed_004_retention_names_are_flags_of_policy_set() {
+    use clap::Parser as _;
+    let cli = Cli::try_parse_from([
+        "docket",
+        "retention",
+        "policy",
+        "set",
+        "--keep-days",
+        "14",
+        "--keep-runs",
+        "200",
+        "--key",
+        "admin.key",
+    ])
+    .expect("seed 004 names parse");
+    let debug = format!("{cli:?}");
+    assert!(debug.contains("routine_days: Some(14)"), "{debug}");
+    assert!(
+        debug.contains("keep_last_submissions: Some(200)"),
+        "{debug}"
+    );
+}

@@ -202,15 +202,16 @@ pub struct StatusArgs {
 /// `docket retention policy set`.
 #[derive(Debug, Args)]
 pub struct PolicySetArgs {
-    /// Days routine content is kept (1 to the high-impact days).
-    #[arg(long)]
+    /// Days routine content is kept (1 to the high-impact days). Also
+    /// `--keep-days` (seed 004's `keep_days`).
+    #[arg(long, alias = "keep-days")]
     pub routine_days: Option<u32>,
     /// Days high-impact content is kept (90 to 180).
     #[arg(long)]
     pub high_impact_days: Option<u32>,
     /// Keep the evidence of each task's last N submissions regardless of
-    /// age (0: off).
-    #[arg(long)]
+    /// age (0: off). Also `--keep-runs` (seed 004's `keep_runs`).
+    #[arg(long, alias = "keep-runs")]
     pub keep_last_submissions: Option<u32>,
     /// Let sweeps state a `now` after the ledger clock (simulations).
     #[arg(long, value_name = "BOOL")]

@@ -267,7 +267,13 @@ fn trusted_key(arg: &str) -> Result<NoteVerifier> {
     if (!path.exists() && path_like) || path.is_dir() {
         return Err(CliError::new(
             exit::MISSING,
-            format!("cannot read --trusted-key {arg}: no such file (and not a C2SP verifier key)"),
+            if path.is_dir() {
+                format!("cannot read --trusted-key {arg}: a directory, not a key file")
+            } else {
+                format!(
+                    "cannot read --trusted-key {arg}: no such file (and not a C2SP verifier key)"
+                )
+            },
         )
         .into());
     }

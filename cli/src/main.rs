@@ -185,6 +185,11 @@ fn main() -> ExitCode {
                 out,
             ),
         },
+        Command::Migrate(_) if cli.server.is_some() => Err(exit::CliError::new(
+            exit::USAGE,
+            "migrate copies the data directory's store itself; run it where the ledger lives (without --server)",
+        )
+        .into()),
         Command::Migrate(a) => docket_cli::pg_cmds::run_migrate(a, &cli.data, out),
         Command::Keygen(a) => core_cmds::run_keygen(a, out),
         Command::Keyfile(c) => docket_cli::keyfile::run(c, out),

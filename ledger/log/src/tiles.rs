@@ -1460,7 +1460,7 @@ impl TileStore {
                 break (rec.log_len, entries, bytes);
             }
             tracing::warn!(
-                "tile store: the commit at {} of tiles/commits names {} events that are not all stored; it never returned",
+                "tile store: the commit at {} of tiles/commits names {} events that are not all stored (a commit that never returned, or damage to its files since: the anchor check below decides)",
                 rec.start,
                 rec.log_len
             );

@@ -323,7 +323,7 @@ pub fn build(
                             location: format!("blobs/{}", hex::encode(d)),
                             detail: format!(
                                 "the content of evidence {oid} is missing from the blob store, \
-                                 and the ledger holds it as live"
+                                 and the ledger still holds it (live, or as redacted content)"
                             ),
                         }));
                     }

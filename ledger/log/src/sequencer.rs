@@ -41,7 +41,7 @@ use crate::keys;
 use crate::machine::{AdmitContext, StateMachine};
 use crate::merkle::{self, Frontier, Hash};
 use crate::store::{CommitBatch, SledStore, Store};
-use crate::verify::{OpenReport, Opened, Trust};
+use crate::verify::{FindingKind, OpenReport, Opened, Trust};
 
 // Followers over a shared store, and their promotion to sequencer (see
 // `sequencer/follower.rs`).
@@ -1158,26 +1158,60 @@ fn stop_scrub<M>(inner: &Inner<M>) {
 fn run_scrub<M>(inner: &Inner<M>, upto: u64) {
     let started = std::time::Instant::now();
     let keep_going = || !inner.stopping.load(Ordering::Acquire);
-    match crate::verify::scrub(inner.store.as_ref(), upto, &keep_going) {
-        Ok(None) if keep_going() => {
-            tracing::info!(
-                "background check: events 0..{upto} intact ({:?})",
-                started.elapsed()
-            );
-        }
-        Ok(None) => {}
-        Ok(Some(finding)) => {
-            let msg = format!("damage found by the background check of the log: {finding}");
-            tracing::error!("{msg}");
-            *lock(&inner.failure) = Some(msg.clone());
-            drop(lock(&inner.queue).take());
-            for l in lock(&inner.failure_listeners).iter() {
-                l(&msg);
+    let mut may_repair = true;
+    let finding = loop {
+        match crate::verify::scrub(inner.store.as_ref(), upto, &keep_going) {
+            Ok(None) if keep_going() => {
+                tracing::info!(
+                    "background check: events 0..{upto} intact ({:?})",
+                    started.elapsed()
+                );
+                return;
             }
-            inner.committed_changed.notify_all();
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!("background check of the log stopped: {e}");
+                return;
+            }
+            Ok(Some(finding)) => {
+                // A stored leaf or hash tile that differs from the bytes is
+                // a derived copy: rebuilt once when the bytes give the
+                // anchored root, and the check runs again against it;
+                // otherwise the damage stops the log.
+                let derived = matches!(
+                    finding.kind,
+                    FindingKind::StoredLeaf | FindingKind::Structure
+                );
+                if !(derived && may_repair) {
+                    break finding;
+                }
+                may_repair = false;
+                let repaired = NoteVerifier::new(&inner.origin, inner.ledger_key.verifying_key())
+                    .map_err(LogError::from)
+                    .and_then(|v| crate::verify::repair_derived_tree(inner.store.as_ref(), &v));
+                match repaired {
+                    Ok(Some(files)) if !files.is_empty() => tracing::warn!(
+                        "background check: {finding}; the event bytes give the anchored root, \
+                         so {} were rewritten from them",
+                        files.join(", ")
+                    ),
+                    Ok(_) => break finding,
+                    Err(e) => {
+                        tracing::warn!("background check: rebuilding the derived tree failed: {e}");
+                        break finding;
+                    }
+                }
+            }
         }
-        Err(e) => tracing::warn!("background check of the log stopped: {e}"),
+    };
+    let msg = format!("damage found by the background check of the log: {finding}");
+    tracing::error!("{msg}");
+    *lock(&inner.failure) = Some(msg.clone());
+    drop(lock(&inner.queue).take());
+    for l in lock(&inner.failure_listeners).iter() {
+        l(&msg);
     }
+    inner.committed_changed.notify_all();
 }
 
 /// What the verify stage learnt about one statement.

@@ -172,6 +172,19 @@ pub trait Store: NodeSource + Send + Sync {
         let _ = keep_going;
         Ok(None)
     }
+    /// Recomputes the store's derived Merkle data (the tile store's hash
+    /// tiles) from the event bytes, and, only when those bytes give `root`
+    /// at `size` (a signed checkpoint's), replaces every stored copy that
+    /// differs and returns where (`tiles/tile/0/001`, …; empty when none
+    /// differed). `None`: the bytes do not give that root (the events, not
+    /// the derived data, are damaged: nothing was written), or the store
+    /// keeps no derived tree it can rebuild (the default). The open check
+    /// calls it when the tree disagrees with the bytes, so that damage to
+    /// a derived file is repaired instead of refusing the ledger.
+    fn rebuild_derived_tree(&self, size: u64, root: &Hash) -> Result<Option<Vec<String>>> {
+        let _ = (size, root);
+        Ok(None)
+    }
 }
 
 /// Merkle nodes at or above this level are also kept in memory (about 4

@@ -2285,6 +2285,103 @@ impl TileStore {
         Ok(report)
     }
 
+    /// [`Store::rebuild_derived_tree`]: every full hash tile recomputed
+    /// from the entry bundles (level 0) and the level below (levels 1 and
+    /// up), and, only if the bundles give `root` at `size`, every stored
+    /// tile that differs (or is missing, or is not 256 hashes) written
+    /// again, the tile cache dropped and the partial tiles recomputed.
+    /// Reads every bundle: it runs only when the open check found the
+    /// stored tree disagreeing with the event bytes.
+    fn rebuild_hash_tiles(&self, size: u64, root: &Hash) -> Result<Option<Vec<String>>> {
+        let mut guard = self.lock_writer()?;
+        let w = &mut *guard;
+        self.settle(w, true)?;
+        let len = w.view.len;
+        if size > len {
+            return Ok(None);
+        }
+        let mut frontier = merkle::Frontier::new();
+        let mut root_at_size = (size == 0).then(merkle::empty_root);
+        // Full tiles of the current level, recomputed: (index, hashes).
+        let mut level_tiles: Vec<(u64, Vec<Hash>)> = Vec::new();
+        for index in 0..len / TILE_WIDTH {
+            let entries = match self.full_bundle(index) {
+                Ok(e) => e,
+                // The events themselves are damaged: not a derived file's
+                // fault, and nothing is rewritten from them.
+                Err(LogError::Corrupt { .. }) => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            let mut leaves = Vec::with_capacity(TILE_WIDTH as usize);
+            for (i, entry) in entries.iter().enumerate() {
+                let leaf = match self.entry_leaf(index * TILE_WIDTH + i as u64, entry) {
+                    Ok(l) => l,
+                    Err(LogError::Corrupt { .. }) => return Ok(None),
+                    Err(e) => return Err(e),
+                };
+                frontier.push(leaf);
+                if frontier.size() == size {
+                    root_at_size = Some(frontier.root());
+                }
+                leaves.push(leaf);
+            }
+            level_tiles.push((index, leaves));
+        }
+        for leaf in self.open_bundle_leaves(&w.view)? {
+            frontier.push(leaf);
+            if frontier.size() == size {
+                root_at_size = Some(frontier.root());
+            }
+        }
+        if root_at_size.as_ref() != Some(root) {
+            return Ok(None);
+        }
+        // The bytes give the signed root: every stored tile that differs
+        // from them is a damaged derived copy.
+        let mut rewritten = Vec::new();
+        let mut level = 0u8;
+        while !level_tiles.is_empty() {
+            for (index, hashes) in &level_tiles {
+                let rel = hash_tile_path(level, *index);
+                let path = self.path(&rel);
+                let stored = match fs::read(&path) {
+                    Ok(b) => parse_tile(&b),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(e) => return Err(LogError::io(path, e)),
+                };
+                if stored.as_ref() != Some(hashes) {
+                    self.write_tile(level, *index, hashes)?;
+                    rewritten.push(format!("tiles/{rel}"));
+                }
+            }
+            let roots: Vec<Hash> = level_tiles.iter().map(|(_, h)| subtree_root(h)).collect();
+            level_tiles = roots
+                .chunks_exact(TILE_WIDTH as usize)
+                .enumerate()
+                .map(|(i, c)| (i as u64, c.to_vec()))
+                .collect();
+            level += 1;
+        }
+        self.tile_cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        let tiles = self.partial_tiles(&w.view)?;
+        if tiles != w.view.partial_tiles {
+            rewritten.push(format!("tiles/{PARTIAL_FILE}"));
+        }
+        self.write_partial(len, &tiles)?;
+        w.view.partial_tiles = tiles;
+        *self.view.write().unwrap_or_else(PoisonError::into_inner) = w.view.clone();
+        if !rewritten.is_empty() {
+            tracing::warn!(
+                "tile store: {} differed from the event bytes, which give the signed root; rewritten from them",
+                rewritten.join(", ")
+            );
+        }
+        Ok(Some(rewritten))
+    }
+
     /// The `(digest, seq)` pair at `offset`, if it lies before `end`.
     fn statement_at(&self, offset: u64, end: u64) -> Result<Option<(Hash, u64)>> {
         statement_at(&self.commits, &self.commits_path, offset, end)
@@ -2917,6 +3014,10 @@ impl Store for TileStore {
         keep_going: &dyn Fn() -> bool,
     ) -> Result<Option<crate::store::StructureReport>> {
         self.structure_report(keep_going).map(Some)
+    }
+
+    fn rebuild_derived_tree(&self, size: u64, root: &Hash) -> Result<Option<Vec<String>>> {
+        self.rebuild_hash_tiles(size, root)
     }
 
     fn statement_seq(&self, digest: &Hash) -> Result<Option<u64>> {

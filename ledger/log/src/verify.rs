@@ -1043,7 +1043,54 @@ pub const OPEN_TAIL: u64 = 4096;
 /// the ledger refuses to serve. The events before the tail are re-read by
 /// [`scrub`], which the sequencer runs in the background (and
 /// `replay --verify` runs in full).
+///
+/// One kind of finding is repaired instead: when the stored tree (a derived
+/// copy, such as the tile store's hash tiles) disagrees with the event
+/// bytes and the bytes give the anchored root, the store rebuilds it from
+/// them ([`Store::rebuild_derived_tree`]), the check runs again, and the
+/// report's warnings say which files were rewritten.
 pub fn open_check<M: StateMachine>(
+    store: &dyn Store,
+    trust: Trust<'_>,
+    digests_from: Option<u64>,
+) -> Result<Opened<M>> {
+    let first = match open_check_once::<M>(store, trust, digests_from) {
+        Err(e @ LogError::Corrupt { .. }) => e,
+        other => return other,
+    };
+    match repair_derived_tree(store, trust.checkpoints)? {
+        Some(rewritten) if !rewritten.is_empty() => {
+            let mut opened = open_check_once::<M>(store, trust, digests_from)?;
+            opened.report.warnings.push(format!(
+                "{} disagreed with the event bytes ({first}); the bytes give the anchored root, \
+                 so these derived files were rewritten from them",
+                rewritten.join(", ")
+            ));
+            Ok(opened)
+        }
+        _ => Err(first),
+    }
+}
+
+/// Rebuilds the store's derived tree from the event bytes when they give the
+/// anchored checkpoint's root ([`Store::rebuild_derived_tree`]); the files
+/// rewritten, or `None` when the anchor does not verify or the bytes do not
+/// give its root (then nothing was written: the events are the damage).
+pub fn repair_derived_tree(
+    store: &dyn Store,
+    checkpoints: &NoteVerifier,
+) -> Result<Option<Vec<String>>> {
+    // Only the anchored checkpoint decides whether the bytes are intact.
+    let Some(anchor) = store
+        .anchor()?
+        .and_then(|note| checkpoint::open_note(&note, checkpoints).ok())
+    else {
+        return Ok(None);
+    };
+    store.rebuild_derived_tree(anchor.size, &anchor.root)
+}
+
+fn open_check_once<M: StateMachine>(
     store: &dyn Store,
     trust: Trust<'_>,
     digests_from: Option<u64>,

@@ -1017,12 +1017,19 @@ fn lookups_go_on_while_the_derived_thread_grows_and_syncs_the_statement_index() 
     for seq in (0..model.len()).step_by(7) {
         assert_eq!(store.statement_seq(&digest(seq)).unwrap(), Some(seq));
     }
+    // (The growth is the derived thread's: on a loaded machine it may
+    // still be under way when the commits return.)
     let index = dir.path().join("tiles/statements.idx");
+    let waited = std::time::Instant::now();
+    while std::fs::metadata(&index).unwrap().len() != index_file_len(262_144)
+        && waited.elapsed() < std::time::Duration::from_secs(120)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     assert_eq!(
         std::fs::metadata(&index).unwrap().len(),
         index_file_len(262_144)
     );
-    let waited = std::time::Instant::now();
     while index_watermark(dir.path(), "statements.idx") == 0 {
         assert!(
             waited.elapsed() < std::time::Duration::from_secs(120),

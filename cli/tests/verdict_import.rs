@@ -35,6 +35,39 @@ fn demo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("demo")
 }
 
+/// A new ledger in `root/ledger`.
+fn init_ledger(root: &Path) -> PathBuf {
+    let data = root.join("ledger");
+    code(&run(&data, None, &["init"]), 0);
+    data
+}
+
+/// Registers the demo task and submits the demo's passing artifacts with
+/// the submitter key `sub` (auto-verify judges it PASS); returns the task id.
+fn demo_task_submitted(data: &Path, sub: &Path) -> String {
+    let task_file = demo().join("task.json");
+    let task: Value = serde_json::from_slice(&std::fs::read(&task_file).unwrap()).unwrap();
+    let sub = sub.to_str().unwrap();
+    let register = [
+        "task",
+        "register",
+        task_file.to_str().unwrap(),
+        "--key",
+        sub,
+    ];
+    code(&run(data, None, &register), 0);
+    let pass = demo().join("pass");
+    code(
+        &run(
+            data,
+            None,
+            &["--json", "submit", pass.to_str().unwrap(), "--key", sub],
+        ),
+        0,
+    );
+    task["task_id"].as_str().unwrap().to_string()
+}
+
 /// A new key with `role`; returns its key file.
 fn key(root: &Path, data: &Path, name: &str, role: &str) -> PathBuf {
     let file = root.join(format!("{name}.key"));
@@ -160,8 +193,7 @@ fn tamper_blob(data: &Path, sha: &str, content: &[u8]) {
 fn good_missing_and_malformed_verdict_json_embedded() {
     let root = tempfile::tempdir().unwrap();
     let root = root.path();
-    let data = root.join("ledger");
-    code(&run(&data, None, &["init"]), 0);
+    let data = init_ledger(root);
     let ver = key(root, &data, "ver", "verifier");
     let sub = key(root, &data, "sub", "submitter");
 
@@ -365,8 +397,7 @@ fn good_missing_and_malformed_verdict_json_embedded() {
 fn a_second_run_without_verdict_json_after_a_pass_fails_the_task() {
     let root = tempfile::tempdir().unwrap();
     let root = root.path();
-    let data = root.join("ledger");
-    code(&run(&data, None, &["init"]), 0);
+    let data = init_ledger(root);
     let ver = key(root, &data, "ver", "verifier");
     let t = task(root, &data, 7, None);
     let missing = run_dir(root, "missing", None, &[]);
@@ -404,26 +435,11 @@ fn a_second_run_without_verdict_json_after_a_pass_fails_the_task() {
 fn verdict_issue_exits_with_the_verdict_it_records() {
     let root = tempfile::tempdir().unwrap();
     let root = root.path();
-    let data = root.join("ledger");
-    code(&run(&data, None, &["init"]), 0);
+    let data = init_ledger(root);
     let ver = key(root, &data, "ver", "verifier");
     let sub = key(root, &data, "sub", "submitter");
     // Given the demo task with a submission (auto-verify judges it PASS),
-    let demo_task: Value =
-        serde_json::from_slice(&std::fs::read(demo().join("task.json")).unwrap()).unwrap();
-    let t = demo_task["task_id"].as_str().unwrap().to_string();
-    let (task_file, pass_dir) = (demo().join("task.json"), demo().join("pass"));
-    let sub_key = sub.to_str().unwrap();
-    let register = [
-        "task",
-        "register",
-        task_file.to_str().unwrap(),
-        "--key",
-        sub_key,
-    ];
-    code(&run(&data, None, &register), 0);
-    let submit = ["submit", pass_dir.to_str().unwrap(), "--key", sub_key];
-    code(&run(&data, None, &submit), 0);
+    let t = demo_task_submitted(&data, &sub);
     let doc = |verdict: &str, tests_passed: bool| {
         let mut d = json!({
             "schema_version": "scc.verdict.v1",
@@ -473,8 +489,7 @@ fn verdict_issue_exits_with_the_verdict_it_records() {
 fn import_through_docket_serve() {
     let root = tempfile::tempdir().unwrap();
     let root = root.path();
-    let data = root.join("ledger");
-    code(&run(&data, None, &["init"]), 0);
+    let data = init_ledger(root);
     let ver = key(root, &data, "ver", "verifier");
     let sub = key(root, &data, "sub", "submitter");
     let t1 = task(root, &data, 1, None);
@@ -564,8 +579,7 @@ fn import_through_docket_serve() {
 fn deadlines_and_reproduce_of_engine_verdicts() {
     let root = tempfile::tempdir().unwrap();
     let root = root.path();
-    let data = root.join("ledger");
-    code(&run(&data, None, &["init"]), 0);
+    let data = init_ledger(root);
     let sub = key(root, &data, "sub", "submitter");
 
     // Deadlines: one passed, one far ahead.
@@ -611,35 +625,7 @@ fn deadlines_and_reproduce_of_engine_verdicts() {
     code(&run(&data, None, &["replay", "--verify"]), 0);
 
     // Reproduce of the auto-verify verdict on an untouched ledger: exit 0.
-    let demo_task: Value =
-        serde_json::from_slice(&std::fs::read(demo().join("task.json")).unwrap()).unwrap();
-    let t = demo_task["task_id"].as_str().unwrap().to_string();
-    code(
-        &run(
-            &data,
-            None,
-            &[
-                "task",
-                "register",
-                demo().join("task.json").to_str().unwrap(),
-                "--key",
-                sub.to_str().unwrap(),
-            ],
-        ),
-        0,
-    );
-    let out = run(
-        &data,
-        None,
-        &[
-            "--json",
-            "submit",
-            demo().join("pass").to_str().unwrap(),
-            "--key",
-            sub.to_str().unwrap(),
-        ],
-    );
-    code(&out, 0);
+    let t = demo_task_submitted(&data, &sub);
     let (c, shown) = show(&data, &t);
     assert_eq!(c, Some(0), "{shown}");
     assert_eq!(shown["provenance"]["name"], "docket-verifier");
@@ -682,8 +668,7 @@ fn walk_count(dir: &Path) -> usize {
 fn the_server_records_passed_deadlines_on_its_sweep_timer() {
     let root = tempfile::tempdir().unwrap();
     let root = root.path();
-    let data = root.join("ledger");
-    code(&run(&data, None, &["init"]), 0);
+    let data = init_ledger(root);
     let late = task(root, &data, 1, Some("2020-01-01T00:00:00Z"));
     let ahead = task(root, &data, 2, Some("2999-01-01T00:00:00Z"));
     let serve = support::Server::start_with(&data, &["--sweep-every-secs", "1"]);

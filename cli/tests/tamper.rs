@@ -250,6 +250,48 @@ fn a_shortened_log_is_refused_and_its_provable_prefix_recovers() {
 }
 
 #[test]
+fn a_damaged_hash_tile_loses_nothing_recover_keeps_every_event_and_the_next_open_rewrites_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 300, Layout::Tiles);
+    // Given one hash of the first level-0 hash tile (a derived file) flipped,
+    let tile = data.join("tiles/tile/0/000");
+    let before = std::fs::read(&tile).unwrap();
+    let mut bytes = before.clone();
+    bytes[32 * 9] ^= 0x01;
+    std::fs::write(&tile, &bytes).unwrap();
+    // when recover runs on it, then it exports every event: the damage is
+    // to derived data, not to the events the signed checkpoints prove,
+    let bundle = dir.path().join("bundle");
+    let out = docket()
+        .args(["--json", "--data"])
+        .arg(&data)
+        .args(["recover", "--out"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["plan"]["lost"], 0, "{v}");
+    assert_eq!(v["plan"]["prefix"], v["plan"]["anchor_size"], "{v}");
+    assert_eq!(std::fs::read(&tile).unwrap(), bytes, "recover only reads");
+    // and the next open rewrites the tile from the event bytes, saying so,
+    let out = docket()
+        .arg("--data")
+        .arg(&data)
+        .args(["log", "show", "9"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("tiles/tile/0/000"), "{err}");
+    assert_eq!(std::fs::read(&tile).unwrap(), before);
+    // after which the full check finds nothing.
+    let (code, v) = replay_verify(&data);
+    assert_eq!(code, 0, "{v}");
+}
+
+#[test]
 fn prove_verifies_against_a_trusted_key() {
     let dir = tempfile::tempdir().unwrap();
     ledger_with_events(dir.path(), 12);

@@ -197,8 +197,8 @@ async fn watch_failure(
     std::mem::forget(ledger);
     let reason = failure.borrow().clone().unwrap_or_default();
     tracing::error!(
-        "the ledger stopped after a storage error: {reason}; health is NOT_SERVING, \
-         writes are refused; restart after fixing the cause"
+        "the ledger stopped: {reason}; health is NOT_SERVING, writes are refused \
+         (a storage error: restart after fixing the cause; damage: docs/OPERATIONS.md)"
     );
     for name in service_names() {
         health

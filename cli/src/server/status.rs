@@ -10,7 +10,7 @@
 //! | `FailedPrecondition` | `FAILED_PRECONDITION` | |
 //! | `ResourceExhausted` | `RESOURCE_EXHAUSTED` | names the limit |
 //! | `Corrupt`, `Store` (sled corruption) | `DATA_LOSS` | relative locations (`event 7`, `log/`) |
-//! | `Closed` | `UNAVAILABLE` | after a fail-stop: [`stopped`] |
+//! | `Closed` | `UNAVAILABLE` (`DATA_LOSS` when the stop was for damage) | after a fail-stop: [`stopped`] |
 //! | `Io` with a full disk or quota | `RESOURCE_EXHAUSTED` | "the server's disk is full (see its log)" |
 //! | `Io`, `Store` (I/O) | `UNAVAILABLE` | "I/O error on the server (see its log)" |
 //! | `Merkle` (a leaf or size the tree does not have) | `OUT_OF_RANGE` | |
@@ -133,13 +133,25 @@ pub fn to_status(e: &LedgerError) -> Status {
     status
 }
 
-/// The ledger stopped accepting writes after a storage error (fail-stop):
-/// `UNAVAILABLE`, naming the reason (already free of server paths).
+/// The ledger stopped accepting writes (fail-stop), naming the reason
+/// (already free of server paths): after a storage error `UNAVAILABLE`
+/// (exit 10: fix the cause, restart); after its background check found
+/// damage `DATA_LOSS` (exit 5: a restart does not help, see
+/// docs/OPERATIONS.md, "When the ledger reports damage").
 #[must_use]
 pub fn stopped(reason: &str) -> Status {
-    unavailable(format!(
-        "the ledger stopped after a storage error: {reason}; restart after fixing the cause"
-    ))
+    match reason.strip_prefix(docket_log::sequencer::DAMAGE_STOP) {
+        Some(damage) => with_exit_code(
+            Status::data_loss(format!(
+                "the ledger stopped on damage found by its background check: {damage}; \
+                 restore from a backup or recover its intact prefix (docs/OPERATIONS.md)"
+            )),
+            exit::HARD_FAIL,
+        ),
+        None => unavailable(format!(
+            "the ledger stopped after a storage error: {reason}; restart after fixing the cause"
+        )),
+    }
 }
 
 /// The reason of a fail-stop as the log core reports it, for clients: the
@@ -414,6 +426,35 @@ mod tests {
             violations: vec!["rule one".into(), "rule two".into()],
         });
         assert!(s.message().contains("rule one") && s.message().contains("rule two"));
+    }
+
+    #[test]
+    fn a_stop_for_damage_is_data_loss_exit_5_and_a_stop_for_a_storage_error_is_unavailable_exit_10()
+    {
+        // Given the failure texts the log core reports (through
+        // failure_reason, which drops its prefix and server paths),
+        let data = std::path::Path::new("/srv/docket");
+        let damage = failure_reason(
+            &format!(
+                "{}seq 100: the leaf hash of the bytes differs",
+                docket_log::sequencer::DAMAGE_STOP
+            ),
+            data,
+        );
+        let storage = failure_reason(
+            "fail-stop after a storage error: I/O error on /srv/docket/tiles/commits",
+            data,
+        );
+        // then a stop for damage answers DATA_LOSS with exit 5, naming it,
+        let s = stopped(&damage);
+        assert_eq!(s.code(), Code::DataLoss);
+        assert_eq!(exit_code_of(&s), exit::HARD_FAIL);
+        assert!(s.message().contains("seq 100"), "{}", s.message());
+        // and a stop after a storage error UNAVAILABLE with exit 10.
+        let s = stopped(&storage);
+        assert_eq!(s.code(), Code::Unavailable);
+        assert_eq!(exit_code_of(&s), exit::UNEXPECTED);
+        assert!(!s.message().contains("/srv"), "{}", s.message());
     }
 
     #[test]

@@ -1152,6 +1152,11 @@ fn stop_scrub<M>(inner: &Inner<M>) {
     }
 }
 
+/// How [`Log::failure`] begins when the log stopped because its background
+/// check found damage (not a storage error): servers answer writes with
+/// data loss, not unavailability.
+pub const DAMAGE_STOP: &str = "damage found by the background check of the log: ";
+
 /// The background scrub: re-reads the events the open did not, and turns
 /// damage into a fail-stop that names it (health NOT_SERVING, appends
 /// refused), exactly as if the open had found it.
@@ -1204,7 +1209,7 @@ fn run_scrub<M>(inner: &Inner<M>, upto: u64) {
             }
         }
     };
-    let msg = format!("damage found by the background check of the log: {finding}");
+    let msg = format!("{DAMAGE_STOP}{finding}");
     tracing::error!("{msg}");
     *lock(&inner.failure) = Some(msg.clone());
     drop(lock(&inner.queue).take());

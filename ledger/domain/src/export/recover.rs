@@ -6,7 +6,8 @@
 //! which the ledger signed a checkpoint (stored with the events, or the
 //! anchor) whose root equals the root recomputed from those events' bytes.
 //! Nothing is re-signed: every checkpoint in the bundle is one the ledger
-//! signed before the damage.
+//! signed before the damage. Damage to derived data only (a stored leaf
+//! hash, a hash tile, a snapshot) does not shorten the prefix.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,7 +17,7 @@ use serde::Serialize;
 use crate::checkpoint::{self, NoteVerifier};
 use crate::error::{LedgerError, Result};
 use crate::merkle::{self, Frontier};
-use crate::replay::{self, ReplayOptions, ReplayReport};
+use crate::replay::{self, FindingKind, ReplayOptions, ReplayReport};
 use crate::store::Store;
 
 use super::memory::MemoryLog;
@@ -59,7 +60,7 @@ pub fn recover(
     let first = report
         .findings
         .iter()
-        .filter(|f| f.exit_code() == 5)
+        .filter(|f| f.exit_code() == 5 && cuts_the_prefix(f.kind))
         .filter_map(|f| f.seq.map(|s| (s, f.detail.clone())))
         .min_by_key(|(s, _)| *s);
     let limit = first.as_ref().map_or(stored_events, |(s, _)| *s);
@@ -122,6 +123,20 @@ pub fn recover(
     };
     let log = MemoryLog::from_stored(&verifier.name, ledger_key, events, checkpoints)?;
     Ok((plan, report, log))
+}
+
+/// Whether a finding cuts the prefix at its seq. Findings about derived
+/// data only (a stored leaf hash or hash tile, a snapshot) do not: the
+/// prefix is proved by the signed checkpoints its own bytes give, whatever
+/// the derived copies say.
+fn cuts_the_prefix(kind: FindingKind) -> bool {
+    !matches!(
+        kind,
+        FindingKind::StoredLeaf
+            | FindingKind::Structure
+            | FindingKind::Snapshot
+            | FindingKind::SnapshotTampered
+    )
 }
 
 /// Copies the blobs of `dir/blobs` that the prefix references into `log`,

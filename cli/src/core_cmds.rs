@@ -705,7 +705,8 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
 /// genesis that is intact and ends at a checkpoint the ledger signed, and
 /// exports it as a bundle (`docket audit` checks it against the ledger key).
 /// Exit 0 when the whole anchored log was recovered, 5 when events were lost
-/// (the report says which), 4 when nothing provable remains.
+/// or the anchor is missing (so losses cannot be ruled out; the report says
+/// which), 4 when nothing provable remains.
 pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<u8> {
     if ctx.server.is_some() {
         return Err(CliError::new(
@@ -738,7 +739,7 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         format: docket_domain::export::ExportFormat::Bundle,
     };
     let report = docket_domain::export::export(&log, &options, &args.out, args.tar)?;
-    let code = if plan.lost > 0 || plan.first_damage.is_some() {
+    let code = if plan.lost > 0 || plan.damage.is_some() {
         exit::HARD_FAIL
     } else {
         exit::OK
@@ -753,8 +754,10 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
             report.root,
             args.out.display()
         );
-        if let (Some(seq), Some(d)) = (plan.first_damage, &plan.damage) {
-            s += &format!("\nfirst damage at seq {seq}: {d}");
+        match (plan.first_damage, &plan.damage) {
+            (Some(seq), Some(d)) => s += &format!("\nfirst damage at seq {seq}: {d}"),
+            (None, Some(d)) => s += &format!("\ndamage: {d}"),
+            _ => {}
         }
         if plan.lost > 0 {
             s += &format!(

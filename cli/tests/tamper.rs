@@ -327,3 +327,100 @@ fn prove_verifies_against_a_trusted_key() {
     assert_eq!(code, 5, "{v}");
     assert_eq!(v["check"]["verified"], false, "{v}");
 }
+
+/// `docket --json --data DATA recover --out OUT`: exit code and report.
+fn recover(data: &std::path::Path, out: &std::path::Path) -> (Option<i32>, serde_json::Value) {
+    let run = docket()
+        .args(["--json", "--data"])
+        .arg(data)
+        .args(["recover", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|_| serde_json::json!({"stderr": String::from_utf8_lossy(&run.stderr)}));
+    (run.status.code(), v)
+}
+
+/// The verifier key of the ledger in `data` (what an auditor pins).
+fn vkey_of(data: &std::path::Path) -> String {
+    let ledger_key = keys::read_key_file(&data.join("keys/ledger.key")).unwrap();
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.join("ledger.json")).unwrap()).unwrap();
+    docket_log::checkpoint::verifier_key(
+        config["origin"].as_str().unwrap(),
+        &ledger_key.verifying_key(),
+    )
+}
+
+fn audits_clean(bundle: &std::path::Path, vkey: &str) {
+    let out = docket()
+        .args(["--json", "audit"])
+        .arg(bundle)
+        .args(["--trusted-key", vkey])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn a_hash_tile_cut_short_is_named_by_the_full_check_and_recover_keeps_every_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 600, Layout::Tiles);
+    // Given the first level-0 hash tile (derived) cut short,
+    std::fs::write(data.join("tiles/tile/0/000"), b"short").unwrap();
+    // when the full check runs, then it names the file and goes on from the
+    // event bytes (exit 5, no finding against an event),
+    let (code, v) = replay_verify(&data);
+    assert_eq!(code, 5, "{v}");
+    let text = v.to_string();
+    assert!(text.contains("tiles/tile/0/000"), "{v}");
+    // and recover exports every event, which audits clean.
+    let bundle = dir.path().join("bundle");
+    let (code, v) = recover(&data, &bundle);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["plan"]["lost"], 0, "{v}");
+    assert_eq!(v["plan"]["prefix"], v["plan"]["anchor_size"], "{v}");
+    audits_clean(&bundle, &vkey_of(&data));
+}
+
+#[test]
+fn without_its_anchor_file_a_ledger_is_refused_and_recover_exports_what_its_stored_checkpoints_prove()
+ {
+    for layout in LAYOUTS {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("d");
+        ledger_of_layout(&data, 40, layout);
+        let vkey = vkey_of(&data);
+        // Given the anchor file deleted,
+        std::fs::remove_file(data.join("anchor")).unwrap();
+        // when a command opens the ledger, then it is refused naming the anchor,
+        let out = docket()
+            .arg("--data")
+            .arg(&data)
+            .args(["log", "show", "0"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{layout:?}: {err}");
+        assert!(err.contains("anchor"), "{err}");
+        assert!(!data.join("anchor").exists(), "never re-created");
+        // and recover exports the events the stored checkpoints prove, but
+        // exits 5: without the anchor, later losses cannot be ruled out.
+        let bundle = dir.path().join("bundle");
+        let (code, v) = recover(&data, &bundle);
+        assert_eq!(code, Some(5), "{layout:?}: {v}");
+        assert!(v["plan"]["prefix"].as_u64().unwrap() > 0, "{v}");
+        assert!(
+            v["plan"]["damage"].as_str().unwrap().contains("anchor"),
+            "{v}"
+        );
+        audits_clean(&bundle, &vkey);
+    }
+}

@@ -922,8 +922,16 @@ impl AnchorRedo {
 /// length, SHA-256 of the note, the note) are still read. Reading picks the
 /// valid slot whose note names the largest tree size; which slot is newer is
 /// decided by the notes, never by the file.
+///
+/// A missing file opens as an anchor with no valid slot, exactly like one
+/// whose slots are all damaged: the open check then refuses the ledger
+/// ("the anchor … is missing"), while verification and recovery go on
+/// from the checkpoints stored with the events. Nothing is ever written to
+/// it (a write is refused: the file is not re-created behind the operator's
+/// back).
 pub struct Anchor {
-    file: File,
+    /// `None`: the file is missing.
+    file: Option<File>,
     /// Bytes per slot and number of slots of this file.
     slot_len: usize,
     slot_count: usize,
@@ -987,14 +995,22 @@ impl Anchor {
         let file = match fs::OpenOptions::new().read(true).write(true).open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(LogError::corrupt(
-                    "anchor",
-                    "the anchor file (the latest signed checkpoint) is missing",
-                ));
+                tracing::warn!("the anchor file is missing: {}", path.display());
+                return Ok(Self {
+                    file: None,
+                    slot_len: Self::RING_SLOT,
+                    slot_count: 0,
+                    slots: std::sync::Mutex::new(NextSlot {
+                        index: 0,
+                        newest_size: None,
+                        held: Vec::new(),
+                    }),
+                });
             }
             Err(e) => return Err(LogError::io(path, e)),
         };
         let file_len = file.metadata().map_err(|e| LogError::io(path, e))?.len();
+        let file = Some(file);
         let (slot_len, slot_count) = if file_len <= 2 * Self::SLOT as u64 {
             (Self::SLOT, 2)
         } else {
@@ -1031,12 +1047,14 @@ impl Anchor {
     fn slots(&self) -> Result<Vec<Option<AnchorSlot>>> {
         use std::os::unix::fs::FileExt as _;
         let mut out = Vec::with_capacity(self.slot_count);
+        let Some(file) = &self.file else {
+            return Ok(out);
+        };
         for i in 0..self.slot_count {
             let mut buf = vec![0u8; self.slot_len];
             let mut n = 0;
             while n < buf.len() {
-                let got = self
-                    .file
+                let got = file
                     .read_at(&mut buf[n..], (i * self.slot_len + n) as u64)
                     .map_err(|e| LogError::io("anchor", e))?;
                 if got == 0 {
@@ -1173,7 +1191,7 @@ impl Anchor {
             .slots
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        next.held[next.index].unwrap_or(0)
+        next.held.get(next.index).copied().flatten().unwrap_or(0)
     }
 
     /// Writes a slot [`Anchor::slot_with_redo`] made (`pwrite`,
@@ -1198,10 +1216,15 @@ impl Anchor {
                 self.slot_len
             )));
         }
+        let Some(file) = &self.file else {
+            return Err(LogError::corrupt(
+                "anchor",
+                "the anchor file is missing: it is not re-created by a write (restore it, or recover the ledger)",
+            ));
+        };
         let index = next.index;
-        self.file
-            .write_all_at(slot, (index * self.slot_len) as u64)
-            .and_then(|()| self.file.sync_data())
+        file.write_all_at(slot, (index * self.slot_len) as u64)
+            .and_then(|()| file.sync_data())
             .map_err(|e| LogError::io("anchor", e))?;
         next.held[index] = size;
         next.index = (index + 1) % self.slot_count;

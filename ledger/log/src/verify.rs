@@ -370,6 +370,7 @@ struct Prefetched {
     to: u64,
     raw: Vec<(u64, Vec<u8>)>,
     stored: HashMap<u64, Hash>,
+    unreadable: UnreadableLeaves,
     leaves: Vec<Hash>,
     decoded: Vec<std::result::Result<Event, String>>,
 }
@@ -379,7 +380,7 @@ struct Prefetched {
 fn prefetch(store: &dyn Store, from: u64, to: u64) -> Result<Prefetched> {
     use rayon::prelude::*;
     let raw = store.event_range(from, to)?;
-    let stored: HashMap<u64, Hash> = store.leaf_hashes(from, to)?.into_iter().collect();
+    let (stored, unreadable) = stored_leaves(store, from, to)?;
     let (leaves, decoded): (Vec<Hash>, Vec<_>) = raw
         .par_iter()
         .with_min_len(256)
@@ -394,9 +395,45 @@ fn prefetch(store: &dyn Store, from: u64, to: u64) -> Result<Prefetched> {
         to,
         raw,
         stored,
+        unreadable,
         leaves,
         decoded,
     })
+}
+
+/// Stored leaves whose derived copy cannot be read: `(from, to, where,
+/// what)`. Their events are checked against their bytes alone.
+type UnreadableLeaves = Vec<(u64, u64, String, String)>;
+
+/// The stored leaves of `from..to`. Where the store reports its derived
+/// copy damaged (a tile store's level-0 hash tile that does not parse), the
+/// range is read again in tiles of 256 so that only the damaged ones are
+/// set aside, each named once, and the check goes on from the bytes.
+fn stored_leaves(
+    store: &dyn Store,
+    from: u64,
+    to: u64,
+) -> Result<(HashMap<u64, Hash>, UnreadableLeaves)> {
+    match store.leaf_hashes(from, to) {
+        Ok(leaves) => return Ok((leaves.into_iter().collect(), Vec::new())),
+        Err(LogError::Corrupt { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    let mut stored = HashMap::new();
+    let mut unreadable = Vec::new();
+    let mut at = from;
+    while at < to {
+        let end = ((at / 256 + 1) * 256).min(to);
+        match store.leaf_hashes(at, end) {
+            Ok(leaves) => stored.extend(leaves),
+            Err(LogError::Corrupt { location, detail }) => {
+                unreadable.push((at, end, location, detail));
+            }
+            Err(e) => return Err(e),
+        }
+        at = end;
+    }
+    Ok((stored, unreadable))
 }
 
 /// `(seq, recorded_at_ms, prev_hash)` read at their fixed offsets of the
@@ -724,6 +761,23 @@ pub fn verify_log<M: StateMachine>(
         for _ in &bounds {
             let Ok(chunk) = rx.recv() else { break };
             let chunk = chunk?;
+            for (from, to, location, detail) in &chunk.unreadable {
+                findings.push(
+                    FindingKind::Structure,
+                    None,
+                    format!(
+                        "{location}: {detail} (the stored leaves of events {from}..{to}; \
+                         a derived file: those events are checked against their bytes alone, \
+                         and the ledger's next open rewrites it when their bytes give the anchored root)"
+                    ),
+                );
+            }
+            let unreadable = |seq: u64| {
+                chunk
+                    .unreadable
+                    .iter()
+                    .any(|(f, t, ..)| (*f..*t).contains(&seq))
+            };
             let mut events: Vec<Event> = Vec::with_capacity(chunk.raw.len());
             for (((seq, bytes), leaf), decoded) in
                 chunk.raw.iter().zip(chunk.leaves).zip(chunk.decoded)
@@ -732,7 +786,7 @@ pub fn verify_log<M: StateMachine>(
                     *seq,
                     bytes,
                     leaf,
-                    Some(chunk.stored.get(seq).copied()),
+                    (!unreadable(*seq)).then(|| chunk.stored.get(seq).copied()),
                     Decode::Done(decoded),
                     &mut findings,
                 );
@@ -1368,7 +1422,14 @@ pub fn scrub(
         }
         let to = (next + CHUNK).min(upto);
         let raw = store.event_range(next, to)?;
-        let stored: HashMap<u64, Hash> = store.leaf_hashes(next, to)?.into_iter().collect();
+        let (stored, unreadable) = stored_leaves(store, next, to)?;
+        if let Some((from, to, location, detail)) = unreadable.into_iter().next() {
+            return Ok(Some(Finding {
+                kind: FindingKind::Structure,
+                seq: None,
+                detail: format!("{location}: {detail} (the stored leaves of events {from}..{to})"),
+            }));
+        }
         let leaves = hash_leaves(&raw);
         for ((seq, bytes), leaf) in raw.iter().zip(leaves) {
             checker.push(

@@ -117,7 +117,14 @@ pub fn recover(
         stored_events,
         anchor_size,
         first_damage: first.as_ref().map(|(s, _)| *s),
-        damage: first.map(|(_, d)| d),
+        damage: first.map(|(_, d)| d).or_else(|| {
+            anchor_size.is_none().then(|| {
+                "the anchor (the ledger's latest signed checkpoint) is missing or unreadable: \
+                 events acknowledged after the last checkpoint stored with the events cannot \
+                 be accounted for"
+                    .to_string()
+            })
+        }),
         prefix,
         lost: anchor_size.unwrap_or(stored_events).saturating_sub(prefix),
     };

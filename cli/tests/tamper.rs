@@ -424,3 +424,34 @@ fn without_its_anchor_file_a_ledger_is_refused_and_recover_exports_what_its_stor
         audits_clean(&bundle, &vkey);
     }
 }
+
+#[test]
+fn a_torn_entry_bundle_is_named_by_the_full_check_and_recover_exports_the_events_before_the_tear() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 600, Layout::Tiles);
+    let vkey = vkey_of(&data);
+    // Given the first full entry bundle cut in the middle of its entries,
+    let bundle0 = data.join("tiles/tile/entries/000");
+    let bytes = std::fs::read(&bundle0).unwrap();
+    std::fs::write(&bundle0, &bytes[..bytes.len() / 2]).unwrap();
+    // when the full check runs, then it names the file and the events it
+    // cannot read, and goes on past them (exit 5),
+    let (code, v) = replay_verify(&data);
+    assert_eq!(code, 5, "{v}");
+    let text = v.to_string();
+    assert!(
+        text.contains("tiles/tile/entries/000") && text.contains("cannot be read"),
+        "{v}"
+    );
+    // and recover exports the events before the tear (each commit stored a
+    // signed checkpoint), which audit clean, and exits 5 (events were lost).
+    let out = dir.path().join("bundle");
+    let (code, v) = recover(&data, &out);
+    assert_eq!(code, Some(5), "{v}");
+    let first = v["plan"]["first_damage"].as_u64().unwrap();
+    let prefix = v["plan"]["prefix"].as_u64().unwrap();
+    assert!(first > 0 && first < 256, "{v}");
+    assert!(prefix > 0 && prefix <= first, "{v}");
+    audits_clean(&out, &vkey);
+}

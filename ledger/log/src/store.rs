@@ -84,6 +84,33 @@ pub trait Store: NodeSource + Send + Sync {
     fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>>;
     /// Canonical bytes of events `from..to` (clamped to the log), in order.
     fn event_range(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>>;
+    /// Like [`Store::event_range`], for the full check and recovery, which
+    /// report damage instead of stopping at it: damage to the files that
+    /// hold the events does not end the read. The events that can be read
+    /// are returned, and each one that cannot is named in the second list
+    /// `(seq, where, what)`. Other errors (I/O) are errors. The default
+    /// reads the range, and on damage each event alone.
+    fn salvage_range(&self, from: u64, to: u64) -> Result<SalvagedRange> {
+        match self.event_range(from, to) {
+            Ok(events) => return Ok((events, Vec::new())),
+            Err(LogError::Corrupt { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        let to = to.min(self.len()?);
+        let mut events = Vec::new();
+        let mut unreadable = Vec::new();
+        for seq in from..to {
+            match self.event_bytes(seq) {
+                Ok(Some(bytes)) => events.push((seq, bytes)),
+                Ok(None) => {}
+                Err(LogError::Corrupt { location, detail }) => {
+                    unreadable.push((seq, location, detail));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((events, unreadable))
+    }
     /// Sequence number of the event that first carried a statement digest.
     fn statement_seq(&self, digest: &Hash) -> Result<Option<u64>>;
     /// Calls `f` with every statement digest in the log (to build the
@@ -186,6 +213,10 @@ pub trait Store: NodeSource + Send + Sync {
         Ok(None)
     }
 }
+
+/// What [`Store::salvage_range`] read: the events that could be read, and
+/// `(seq, where, what)` for each that could not.
+pub type SalvagedRange = (Vec<(u64, Vec<u8>)>, Vec<(u64, String, String)>);
 
 /// Merkle nodes at or above this level are also kept in memory (about 4
 /// bytes per event: 1/16 + 1/32 + … of the leaves), so a proof reads only the
@@ -1393,6 +1424,12 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     fn check_structures(&self, keep_going: &dyn Fn() -> bool) -> Result<Option<StructureReport>> {
         (**self).check_structures(keep_going)
+    }
+    fn salvage_range(&self, from: u64, to: u64) -> Result<SalvagedRange> {
+        (**self).salvage_range(from, to)
+    }
+    fn rebuild_derived_tree(&self, size: u64, root: &Hash) -> Result<Option<Vec<String>>> {
+        (**self).rebuild_derived_tree(size, root)
     }
 }
 

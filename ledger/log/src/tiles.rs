@@ -2285,6 +2285,51 @@ impl TileStore {
         Ok(report)
     }
 
+    /// Events `from..to` of one full bundle that does not read whole: the
+    /// entries its file holds intact before the first damage (a torn
+    /// entry, bytes that are no entry), each event read alone (a large
+    /// event whose file is damaged is named by itself); every other event
+    /// of the range is named with the damage.
+    fn salvage_bundle(&self, from: u64, to: u64) -> Result<crate::store::SalvagedRange> {
+        let index = from / TILE_WIDTH;
+        let location = format!("tiles/{}", bundle_path(index));
+        let mut entries = Vec::new();
+        let mut damage = "the entry bundle is missing".to_string();
+        if let Some(bytes) = self.read_bundle_file(index)? {
+            let mut at = 0usize;
+            damage = loop {
+                if entries.len() as u64 >= TILE_WIDTH {
+                    break String::new();
+                }
+                let Some(len) = bytes.get(at..at + 2) else {
+                    break format!("the bundle ends after {} entries", entries.len());
+                };
+                let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
+                let Some(entry) = bytes.get(at + 2..at + 2 + len).and_then(read_entry) else {
+                    break format!("a torn or unreadable entry at byte {at}");
+                };
+                entries.push(entry);
+                at += 2 + len;
+            };
+        }
+        let mut events = Vec::new();
+        let mut unreadable = Vec::new();
+        for seq in from..to {
+            let Some(entry) = entries.get((seq % TILE_WIDTH) as usize) else {
+                unreadable.push((seq, location.clone(), damage.clone()));
+                continue;
+            };
+            match self.entry_bytes(seq, entry) {
+                Ok(bytes) => events.push((seq, bytes)),
+                Err(LogError::Corrupt { location, detail }) => {
+                    unreadable.push((seq, location, detail));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((events, unreadable))
+    }
+
     /// [`Store::rebuild_derived_tree`]: every full hash tile recomputed
     /// from the entry bundles (level 0) and the level below (levels 1 and
     /// up), and, only if the bundles give `root` at `size`, every stored
@@ -3007,6 +3052,33 @@ impl Store for TileStore {
             seq = end;
         }
         Ok(out)
+    }
+
+    fn salvage_range(&self, from: u64, to: u64) -> Result<crate::store::SalvagedRange> {
+        match self.event_range(from, to) {
+            Ok(events) => return Ok((events, Vec::new())),
+            Err(LogError::Corrupt { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        // Bundle by bundle; in a damaged one, the entries before the damage.
+        let to = to.min(self.read_view().len);
+        let mut events = Vec::new();
+        let mut unreadable = Vec::new();
+        let mut seq = from;
+        while seq < to {
+            let end = to.min((seq / TILE_WIDTH + 1) * TILE_WIDTH);
+            match self.event_range(seq, end) {
+                Ok(read) => events.extend(read),
+                Err(LogError::Corrupt { .. }) => {
+                    let (read, lost) = self.salvage_bundle(seq, end)?;
+                    events.extend(read);
+                    unreadable.extend(lost);
+                }
+                Err(e) => return Err(e),
+            }
+            seq = end;
+        }
+        Ok((events, unreadable))
     }
 
     fn check_structures(

@@ -369,6 +369,8 @@ enum Decode {
 struct Prefetched {
     to: u64,
     raw: Vec<(u64, Vec<u8>)>,
+    /// Events the store holds but cannot read: `(from, to, why)`.
+    lost_events: Vec<(u64, u64, String)>,
     stored: HashMap<u64, Hash>,
     unreadable: UnreadableLeaves,
     leaves: Vec<Hash>,
@@ -379,7 +381,8 @@ struct Prefetched {
 /// cores).
 fn prefetch(store: &dyn Store, from: u64, to: u64) -> Result<Prefetched> {
     use rayon::prelude::*;
-    let raw = store.event_range(from, to)?;
+    let (raw, lost) = store.salvage_range(from, to)?;
+    let lost_events = group_unreadable(lost);
     let (stored, unreadable) = stored_leaves(store, from, to)?;
     let (leaves, decoded): (Vec<Hash>, Vec<_>) = raw
         .par_iter()
@@ -394,11 +397,27 @@ fn prefetch(store: &dyn Store, from: u64, to: u64) -> Result<Prefetched> {
     Ok(Prefetched {
         to,
         raw,
+        lost_events,
         stored,
         unreadable,
         leaves,
         decoded,
     })
+}
+
+/// Runs of events that cannot be read, `(from, to, "where: what")`, from
+/// [`Store::salvage_range`]'s list (consecutive events with one cause are
+/// one run).
+fn group_unreadable(lost: Vec<(u64, String, String)>) -> Vec<(u64, u64, String)> {
+    let mut runs: Vec<(u64, u64, String)> = Vec::new();
+    for (seq, location, detail) in lost {
+        let why = format!("{location}: {detail}");
+        match runs.last_mut() {
+            Some((_, to, last)) if *to == seq && *last == why => *to = seq + 1,
+            _ => runs.push((seq, seq + 1, why)),
+        }
+    }
+    runs
 }
 
 /// Stored leaves whose derived copy cannot be read: `(from, to, where,
@@ -761,6 +780,13 @@ pub fn verify_log<M: StateMachine>(
         for _ in &bounds {
             let Ok(chunk) = rx.recv() else { break };
             let chunk = chunk?;
+            for (from, to, why) in &chunk.lost_events {
+                findings.push(
+                    FindingKind::Decode,
+                    Some(*from),
+                    format!("events {from}..{to} cannot be read: {why}"),
+                );
+            }
             for (from, to, location, detail) in &chunk.unreadable {
                 findings.push(
                     FindingKind::Structure,

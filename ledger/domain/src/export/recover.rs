@@ -71,7 +71,9 @@ pub fn recover(
     let mut next = 0;
     while next < limit {
         let to = (next + 8192).min(limit);
-        for (seq, bytes) in store.event_range(next, to)? {
+        // (A damaged file may hold the last of these events with ones
+        // that cannot be read: those, past `limit`, are not asked for.)
+        for (seq, bytes) in store.salvage_range(next, to)?.0 {
             if seq != events.len() as u64 {
                 break;
             }

@@ -722,7 +722,7 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         )
         .into());
     }
-    let (store, verifier) = docket_log::sequencer::open_store_for_verification(&ctx.data)?;
+    let (store, verifier) = docket_log::sequencer::open_store_to_salvage(&ctx.data)?;
     let ledger_key = load_key(&ctx.data.join("keys/ledger.key"))?;
     let (plan, _, mut log) =
         docket_domain::export::recover::recover(&store, &verifier, ledger_key)?;

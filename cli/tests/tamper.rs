@@ -195,19 +195,53 @@ fn deleted_snapshot_is_rebuilt_not_a_mismatch() {
     assert_eq!(code, 0, "{v}");
 }
 
+/// `docket --json --data DATA recover --out OUT`: exit code and report.
+fn recover(data: &std::path::Path, out: &std::path::Path) -> (Option<i32>, serde_json::Value) {
+    let run = docket()
+        .args(["--json", "--data"])
+        .arg(data)
+        .args(["recover", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|_| serde_json::json!({"stderr": String::from_utf8_lossy(&run.stderr)}));
+    (run.status.code(), v)
+}
+
+/// The verifier key of the ledger in `data` (what an auditor pins).
+fn vkey_of(data: &std::path::Path) -> String {
+    let ledger_key = keys::read_key_file(&data.join("keys/ledger.key")).unwrap();
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.join("ledger.json")).unwrap()).unwrap();
+    docket_log::checkpoint::verifier_key(
+        config["origin"].as_str().unwrap(),
+        &ledger_key.verifying_key(),
+    )
+}
+
+fn audits_clean(bundle: &std::path::Path, vkey: &str) {
+    let out = docket()
+        .args(["--json", "audit"])
+        .arg(bundle)
+        .args(["--trusted-key", vkey])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 #[test]
 fn a_shortened_log_is_refused_and_its_provable_prefix_recovers() {
     for layout in LAYOUTS {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("d");
         ledger_of_layout(&data, 30, layout);
-        let ledger_key = keys::read_key_file(&data.join("keys/ledger.key")).unwrap();
-        let config: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(data.join("ledger.json")).unwrap()).unwrap();
-        let vkey = docket_log::checkpoint::verifier_key(
-            config["origin"].as_str().unwrap(),
-            &ledger_key.verifying_key(),
-        );
+        let vkey = vkey_of(&data);
         // Given the last events lost from the store (the anchor still says 31).
         delete_events(&data, 20, 31);
         // When a command opens it: refused, exit 5, naming where.
@@ -222,30 +256,12 @@ fn a_shortened_log_is_refused_and_its_provable_prefix_recovers() {
         assert!(err.contains("event 20") && err.contains("31"), "{err}");
         // Then `docket recover` exports the provable prefix, which audits clean.
         let bundle = dir.path().join("bundle");
-        let out = docket()
-            .args(["--json", "--data"])
-            .arg(&data)
-            .args(["recover", "--out"])
-            .arg(&bundle)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(5), "events were lost: {out:?}");
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (code, v) = recover(&data, &bundle);
+        assert_eq!(code, Some(5), "events were lost: {v}");
         assert_eq!(v["plan"]["first_damage"], 20, "{v}");
         let prefix = v["plan"]["prefix"].as_u64().unwrap();
         assert!(prefix > 0 && prefix <= 20, "{v}");
-        let out = docket()
-            .args(["--json", "audit"])
-            .arg(&bundle)
-            .args(["--trusted-key", &vkey])
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        audits_clean(&bundle, &vkey);
     }
 }
 
@@ -262,19 +278,15 @@ fn a_damaged_hash_tile_loses_nothing_recover_keeps_every_event_and_the_next_open
     std::fs::write(&tile, &bytes).unwrap();
     // when recover runs on it, then it exports every event: the damage is
     // to derived data, not to the events the signed checkpoints prove,
-    let bundle = dir.path().join("bundle");
-    let out = docket()
-        .args(["--json", "--data"])
-        .arg(&data)
-        .args(["recover", "--out"])
-        .arg(&bundle)
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{v}");
+    let (code, v) = recover(&data, &dir.path().join("bundle"));
+    assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["plan"]["lost"], 0, "{v}");
     assert_eq!(v["plan"]["prefix"], v["plan"]["anchor_size"], "{v}");
-    assert_eq!(std::fs::read(&tile).unwrap(), bytes, "recover only reads");
+    assert_eq!(
+        std::fs::read(&tile).unwrap(),
+        bytes,
+        "recover leaves it as it is"
+    );
     // and the next open rewrites the tile from the event bytes, saying so,
     let out = docket()
         .arg("--data")
@@ -326,46 +338,6 @@ fn prove_verifies_against_a_trusted_key() {
     let (code, v) = run(&["prove", "inclusion", "4", "--trusted-key", &wrong]);
     assert_eq!(code, 5, "{v}");
     assert_eq!(v["check"]["verified"], false, "{v}");
-}
-
-/// `docket --json --data DATA recover --out OUT`: exit code and report.
-fn recover(data: &std::path::Path, out: &std::path::Path) -> (Option<i32>, serde_json::Value) {
-    let run = docket()
-        .args(["--json", "--data"])
-        .arg(data)
-        .args(["recover", "--out"])
-        .arg(out)
-        .output()
-        .unwrap();
-    let v = serde_json::from_slice(&run.stdout)
-        .unwrap_or_else(|_| serde_json::json!({"stderr": String::from_utf8_lossy(&run.stderr)}));
-    (run.status.code(), v)
-}
-
-/// The verifier key of the ledger in `data` (what an auditor pins).
-fn vkey_of(data: &std::path::Path) -> String {
-    let ledger_key = keys::read_key_file(&data.join("keys/ledger.key")).unwrap();
-    let config: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(data.join("ledger.json")).unwrap()).unwrap();
-    docket_log::checkpoint::verifier_key(
-        config["origin"].as_str().unwrap(),
-        &ledger_key.verifying_key(),
-    )
-}
-
-fn audits_clean(bundle: &std::path::Path, vkey: &str) {
-    let out = docket()
-        .args(["--json", "audit"])
-        .arg(bundle)
-        .args(["--trusted-key", vkey])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
 }
 
 #[test]
@@ -454,4 +426,33 @@ fn a_torn_entry_bundle_is_named_by_the_full_check_and_recover_exports_the_events
     assert!(first > 0 && first < 256, "{v}");
     assert!(prefix > 0 && prefix <= first, "{v}");
     audits_clean(&out, &vkey);
+}
+
+#[test]
+fn without_its_commit_log_a_tile_ledger_is_refused_and_recover_exports_every_anchored_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 600, Layout::Tiles);
+    let vkey = vkey_of(&data);
+    // Given the commit log deleted,
+    std::fs::remove_file(data.join("tiles/commits")).unwrap();
+    // when a command opens the ledger, then it is refused naming it,
+    let out = docket()
+        .arg("--data")
+        .arg(&data)
+        .args(["log", "show", "0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("tiles/commits"), "{err}");
+    // and recover reads the events from the entry bundles, proves them by
+    // the anchor, and exports all of them, which audit clean.
+    let bundle = dir.path().join("bundle");
+    let (code, v) = recover(&data, &bundle);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["plan"]["lost"], 0, "{v}");
+    assert_eq!(v["plan"]["prefix"], v["plan"]["anchor_size"], "{v}");
+    assert!(!data.join("tiles/commits").exists(), "never re-created");
+    audits_clean(&bundle, &vkey);
 }

@@ -424,6 +424,20 @@ pub fn open_store_for_verification(dir: &Path) -> Result<(Arc<dyn Store>, NoteVe
     Ok((open_local_store(dir)?, verifier))
 }
 
+/// As [`open_store_for_verification`], for recovering what a damaged data
+/// directory still holds: a tile store opens even without its commit log
+/// ([`crate::tiles::TileStore::open_to_salvage`]).
+pub fn open_store_to_salvage(dir: &Path) -> Result<(Arc<dyn Store>, NoteVerifier)> {
+    let (_, verifier) = read_config(dir)?;
+    let store: Arc<dyn Store> = match Layout::of(dir) {
+        Layout::Tiles if dir.join(Layout::Tiles.store_dir()).exists() => {
+            Arc::new(crate::tiles::TileStore::open_to_salvage(dir)?)
+        }
+        _ => open_local_store(dir)?,
+    };
+    Ok((store, verifier))
+}
+
 /// [`SledStore::open`], with a panic inside sled turned into
 /// [`LogError::Corrupt`] naming `log/`.
 pub fn open_sled_guarded(dir: &Path) -> Result<SledStore> {

@@ -1280,6 +1280,9 @@ pub struct TileStore {
     /// Full tiles and bundles read recently (immutable files).
     tile_cache: Mutex<TileCache>,
     bundle_cache: Mutex<HashMap<u64, Arc<Vec<Entry>>>>,
+    /// Opened by [`TileStore::open_to_salvage`] without its commit log: the
+    /// length comes from the bundles, and nothing is committed.
+    commits_missing: bool,
 }
 
 impl std::fmt::Debug for TileStore {
@@ -1383,18 +1386,42 @@ impl TileStore {
     /// `tiles/partial` (or, when that does not prove out, the full tiles
     /// under the partial ones).
     pub fn open(dir: &Path) -> Result<Self> {
+        Self::open_with(dir, false)
+    }
+
+    /// Opens the tile store of a damaged data directory to read what it
+    /// still holds (`docket recover`). As [`TileStore::open`], except that
+    /// a missing commit log is not an error: the log's length is then that
+    /// of the entry bundles (every full one in a row, and the entries of the
+    /// next that read whole), no checkpoint is stored but the anchor's,
+    /// [`Store::check_structures`] reports the commit log missing, and
+    /// every commit is refused.
+    pub fn open_to_salvage(dir: &Path) -> Result<Self> {
+        Self::open_with(dir, true)
+    }
+
+    fn open_with(dir: &Path, salvage: bool) -> Result<Self> {
         let root = dir.join("tiles");
         let snapshot_dir = dir.join("snapshots");
         crate::store::require_dirs(&[&root, &snapshot_dir])?;
         let lock = lock_store(&root)?;
         let anchor = Anchor::open(&dir.join("anchor"))?;
         let commits_path = root.join("commits");
+        let mut commits_missing = false;
         let commits = match OpenOptions::new()
             .read(true)
             .write(true)
             .open(&commits_path)
         {
             Ok(f) => f,
+            Err(e) if salvage && e.kind() == std::io::ErrorKind::NotFound => {
+                tracing::warn!(
+                    "tile store: the commit log is missing; reading the log's length from the entry bundles"
+                );
+                commits_missing = true;
+                // An empty commit log that nothing is written to.
+                File::open("/dev/null").map_err(|e| LogError::io("/dev/null", e))?
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(LogError::corrupt(
                     "tiles/commits",
@@ -1448,7 +1475,24 @@ impl TileStore {
             )?,
             tile_cache: Mutex::default(),
             bundle_cache: Mutex::default(),
+            commits_missing,
         };
+        if commits_missing {
+            let (len, open_bundle, part_bytes) = store.salvaged_length()?;
+            let view = store.view_at(None, len, open_bundle)?;
+            let mut writer = Writer::at(view.clone(), part_bytes);
+            writer.durable_len = view.len;
+            store.writer = Mutex::new(writer);
+            store.view = RwLock::new(view);
+            {
+                let mut ix = store.derived.indexes();
+                let ix = &mut *ix;
+                catch_up_index(&mut ix.statements, 0, true, &store.commits, &commits_path)?;
+                catch_up_index(&mut ix.checkpoints, 0, false, &store.commits, &commits_path)?;
+                ix.indexed_end = 0;
+            }
+            return Ok(store);
+        }
 
         // The last valid commit record whose events are all present.
         let mut record = store.last_record(physical)?;
@@ -1883,6 +1927,21 @@ impl TileStore {
         Ok(Some((entries, at as u64)))
     }
 
+    /// Without a commit log: the length of the run of events the bundles
+    /// hold from the start, the open bundle's entries and its byte length.
+    fn salvaged_length(&self) -> Result<(u64, Vec<Entry>, u64)> {
+        let mut full = 0u64;
+        while self.bundle_complete(full)? {
+            full += 1;
+        }
+        for in_open in (1..TILE_WIDTH).rev() {
+            if let Some((entries, bytes)) = self.entries_present(full * TILE_WIDTH + in_open)? {
+                return Ok((full * TILE_WIDTH + in_open, entries, bytes));
+            }
+        }
+        Ok((full * TILE_WIDTH, Vec::new(), 0))
+    }
+
     fn bundle_complete(&self, bundle: u64) -> Result<bool> {
         Ok(match self.read_bundle_file(bundle)? {
             Some(b) => parse_bundle(&b).is_ok_and(|e| e.len() as u64 >= TILE_WIDTH),
@@ -2184,6 +2243,14 @@ impl TileStore {
             statements: vec![None; usize::try_from(len).unwrap_or(0)],
             damage: Vec::new(),
         };
+        if self.commits_missing {
+            report.damage.push((
+                "tiles/commits".into(),
+                format!(
+                    "the commit log is missing (its records, the checkpoints stored with the events and the statement digests are lost); the {len} events the entry bundles hold in a row were read without it"
+                ),
+            ));
+        }
         let commits = "tiles/commits";
         let (mut at, mut prev_len) = (0u64, 0u64);
         while at < commits_end {
@@ -2511,6 +2578,11 @@ impl TileStore {
     /// The writer, unless an earlier commit failed part-way (its in-memory
     /// state may be ahead of the files: the log above fails stop anyway).
     fn lock_writer(&self) -> Result<std::sync::MutexGuard<'_, Writer>> {
+        if self.commits_missing {
+            return Err(LogError::FailedPrecondition(
+                "the tile store was opened to salvage a data directory without its commit log: nothing is written to it".into(),
+            ));
+        }
         let guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if guard.broken {
             return Err(LogError::FailedPrecondition(

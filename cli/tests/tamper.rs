@@ -456,3 +456,32 @@ fn without_its_commit_log_a_tile_ledger_is_refused_and_recover_exports_every_anc
     assert!(!data.join("tiles/commits").exists(), "never re-created");
     audits_clean(&bundle, &vkey);
 }
+
+#[test]
+fn a_damaged_anchor_slot_is_named_on_stderr_and_the_newest_slot_that_verifies_is_used() {
+    for layout in LAYOUTS {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("d");
+        ledger_of_layout(&data, 40, layout);
+        // Given one byte of the note in the anchor's first slot flipped (every
+        // slot of the ring has been written by now),
+        let anchor = data.join("anchor");
+        let mut bytes = std::fs::read(&anchor).unwrap();
+        bytes[60] ^= 0x01;
+        std::fs::write(&anchor, &bytes).unwrap();
+        // when a command opens the ledger, then it serves every event and
+        // says which slot did not verify.
+        let out = docket()
+            .arg("--data")
+            .arg(&data)
+            .args(["log", "show", "40"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{layout:?}: {err}");
+        assert!(
+            err.contains("anchor: slot 0 (byte 0) does not verify"),
+            "{layout:?}: {err}"
+        );
+    }
+}

@@ -1058,6 +1058,25 @@ impl Anchor {
             }),
         };
         let slots = anchor.slots()?;
+        // A slot that was written (it starts with a slot magic) but does not
+        // verify is a torn write at a crash or damage since: either way the
+        // newest valid slot is used, and the operator hears of it.
+        if let Some(file) = &anchor.file {
+            use std::os::unix::fs::FileExt as _;
+            for (i, slot) in slots.iter().enumerate() {
+                let mut magic = [0u8; 8];
+                let read = file.read_at(&mut magic, (i * slot_len) as u64).unwrap_or(0);
+                if slot.is_none()
+                    && read == 8
+                    && [Self::MAGIC, Self::MAGIC_V2, Self::MAGIC_V1].contains(&&magic)
+                {
+                    tracing::warn!(
+                        "anchor: slot {i} (byte {}) does not verify (a torn write at a crash, or damage since); the newest slot that verifies is used",
+                        i * slot_len
+                    );
+                }
+            }
+        }
         let held: Vec<Option<u64>> = slots
             .iter()
             .map(|s| s.as_ref().and_then(|(note, _)| note_size(note)))

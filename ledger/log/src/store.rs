@@ -1339,11 +1339,16 @@ pub(crate) fn read_snapshot_file(snapshot_dir: &Path, name: &str) -> Result<Opti
 /// Writes `path` atomically: a temp file in the same directory, fsync,
 /// rename, fsync of the directory.
 pub fn write_atomically(path: &Path, content: &[u8]) -> Result<()> {
+    // Unique per call, not only per process: two threads may write the same
+    // derived file at once (a reader recomputing a missing tile while a
+    // repair rewrites it), and must not share a temporary file.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(
-        ".{}.tmp-{}",
+        ".{}.tmp-{}-{}",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id()
+        std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed)
     ));
     let mut f = File::create(&tmp).map_err(|e| LogError::io(&tmp, e))?;
     f.write_all(content)

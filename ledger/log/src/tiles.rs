@@ -2454,6 +2454,11 @@ impl TileStore {
         let mut level = 0u8;
         while !level_tiles.is_empty() {
             for (index, hashes) in &level_tiles {
+                // A tile a recent commit queued is the derived thread's to
+                // write (from memory); writing it here too would race it.
+                if self.derived.queued_tile(level, *index).is_some() {
+                    continue;
+                }
                 let rel = hash_tile_path(level, *index);
                 let path = self.path(&rel);
                 let stored = match fs::read(&path) {

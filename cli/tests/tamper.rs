@@ -485,3 +485,43 @@ fn a_damaged_anchor_slot_is_named_on_stderr_and_the_newest_slot_that_verifies_is
         );
     }
 }
+
+#[test]
+fn an_event_altered_before_the_open_tail_is_refused_when_read_or_exported_not_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    // Given more events than the open re-reads, and event 10 (far before
+    // that tail) altered on disk,
+    ledger_of_layout(&data, 4_300, Layout::Tiles);
+    flip_event(&data, 10, 40);
+    // when a command reads it or exports it, then it is refused naming the
+    // event (exit 5), never shown or written into a bundle,
+    let show = docket()
+        .arg("--data")
+        .arg(&data)
+        .args(["log", "show", "10"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&show.stderr);
+    assert_eq!(show.status.code(), Some(5), "{err}");
+    assert!(err.contains("event 10"), "{err}");
+    let out = dir.path().join("bundle");
+    let export = docket()
+        .arg("--data")
+        .arg(&data)
+        .arg("export")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&export.stderr);
+    assert_eq!(export.status.code(), Some(5), "{err}");
+    assert!(err.contains("event 10"), "{err}");
+    // while an intact event still reads.
+    let other = docket()
+        .arg("--data")
+        .arg(&data)
+        .args(["log", "show", "4000"])
+        .output()
+        .unwrap();
+    assert_eq!(other.status.code(), Some(0));
+}

@@ -839,24 +839,41 @@ impl<M: StateMachine> Log<M> {
                 what: format!("event {seq} (the log has {} events)", self.len()),
             });
         }
-        self.inner
-            .store
-            .event_bytes(seq)?
-            .ok_or_else(|| LogError::corrupt(format!("event {seq}"), "missing from the store"))
+        let bytes =
+            self.inner.store.event_bytes(seq)?.ok_or_else(|| {
+                LogError::corrupt(format!("event {seq}"), "missing from the store")
+            })?;
+        let stored = self.inner.store.leaf_hashes(seq, seq + 1)?;
+        check_read(seq, &bytes, stored.first().map(|(_, h)| h))?;
+        Ok(bytes)
     }
 
     /// Durable events `from..to` (clamped), decoded.
     pub fn events(&self, from: u64, to: u64) -> Result<Vec<Event>> {
-        let to = to.min(self.len());
-        self.inner
-            .store
-            .event_range(from, to)?
+        self.event_bytes_range(from, to)?
             .into_iter()
             .map(|(seq, b)| {
                 Event::decode(&b)
                     .map_err(|e| LogError::corrupt(format!("event {seq}"), e.to_string()))
             })
             .collect()
+    }
+
+    /// The canonical bytes of durable events `from..to` (clamped), each
+    /// checked against its stored leaf hash.
+    pub fn event_bytes_range(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>> {
+        let to = to.min(self.len());
+        let stored: HashMap<u64, Hash> = self
+            .inner
+            .store
+            .leaf_hashes(from, to)?
+            .into_iter()
+            .collect();
+        let events = self.inner.store.event_range(from, to)?;
+        for (seq, b) in &events {
+            check_read(*seq, b, stored.get(seq))?;
+        }
+        Ok(events)
     }
 
     /// Blocks until the log has more than `len` events or `timeout` passes;
@@ -1164,6 +1181,20 @@ fn stop_scrub<M>(inner: &Inner<M>) {
     {
         let _ = h.join();
     }
+}
+
+/// Every event read for a caller is checked against its stored leaf hash,
+/// so bytes altered on disk since they were appended are refused (naming
+/// the event) rather than served, whatever the open's tail re-read covered.
+fn check_read(seq: u64, bytes: &[u8], stored: Option<&Hash>) -> Result<()> {
+    if stored == Some(&merkle::leaf_hash(bytes)) {
+        return Ok(());
+    }
+    Err(LogError::corrupt(
+        format!("event {seq}"),
+        "its bytes do not hash to its stored Merkle leaf: the event (or the derived tile holding \
+         its leaf) was altered on disk; `docket replay --verify` tells which",
+    ))
 }
 
 /// How [`Log::failure`] begins when the log stopped because its background

@@ -525,3 +525,38 @@ fn an_event_altered_before_the_open_tail_is_refused_when_read_or_exported_not_se
         .unwrap();
     assert_eq!(other.status.code(), Some(0));
 }
+
+#[test]
+fn bytes_appended_to_a_full_entry_bundle_are_named_and_its_256_entries_still_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 600, Layout::Tiles);
+    // Given garbage appended to the first full bundle (its 256 entries intact),
+    let bundle0 = data.join("tiles/tile/entries/000");
+    let mut bytes = std::fs::read(&bundle0).unwrap();
+    let intact = bytes.len();
+    bytes.extend_from_slice(&[0xAB; 777]);
+    std::fs::write(&bundle0, &bytes).unwrap();
+    // when a command reads through it, then every event is served, and a
+    // warning names the file and where the extra bytes begin,
+    let out = docket()
+        .arg("--data")
+        .arg(&data)
+        .args(["log", "show", "5"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "tiles/tile/entries/000 holds 777 bytes after its 256 entries, from byte {intact}"
+        )),
+        "{err}"
+    );
+    // and the full check and recover lose nothing.
+    let (code, v) = replay_verify(&data);
+    assert_eq!(code, 0, "{v}");
+    let (code, v) = recover(&data, &dir.path().join("bundle"));
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["plan"]["lost"], 0, "{v}");
+}

@@ -167,6 +167,30 @@ pub fn parse_bundle(bytes: &[u8]) -> std::result::Result<Vec<&[u8]>, String> {
     Ok(out)
 }
 
+/// Parses a full entry bundle: its first 256 entries, and the number of
+/// bytes after them (none in an intact bundle: bytes appended to a full
+/// bundle are damage, reported by the caller, and not part of it).
+fn parse_full_bundle(bytes: &[u8]) -> std::result::Result<(Vec<&[u8]>, usize), String> {
+    let mut out = Vec::with_capacity(TILE_WIDTH as usize);
+    let mut at = 0usize;
+    while (out.len() as u64) < TILE_WIDTH {
+        let Some(len) = bytes.get(at..at + 2) else {
+            return Err(if at == bytes.len() {
+                format!("a full bundle holds {} of 256 entries", out.len())
+            } else {
+                format!("a torn entry length at byte {at}")
+            });
+        };
+        let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
+        let Some(entry) = bytes.get(at + 2..at + 2 + len) else {
+            return Err(format!("a torn entry at byte {at}"));
+        };
+        out.push(entry);
+        at += 2 + len;
+    }
+    Ok((out, bytes.len() - at))
+}
+
 /// Parses a hash tile: concatenated 32-byte hashes.
 fn parse_tile(bytes: &[u8]) -> Option<Vec<Hash>> {
     if !bytes.len().is_multiple_of(32) {
@@ -1944,7 +1968,7 @@ impl TileStore {
 
     fn bundle_complete(&self, bundle: u64) -> Result<bool> {
         Ok(match self.read_bundle_file(bundle)? {
-            Some(b) => parse_bundle(&b).is_ok_and(|e| e.len() as u64 >= TILE_WIDTH),
+            Some(b) => parse_full_bundle(&b).is_ok(),
             None => false,
         })
     }
@@ -1975,16 +1999,17 @@ impl TileStore {
         let bytes = self.read_bundle_file(index)?.ok_or_else(|| {
             LogError::corrupt(format!("tiles/{location}"), "the entry bundle is missing")
         })?;
-        let parsed =
-            parse_bundle(&bytes).map_err(|e| LogError::corrupt(format!("tiles/{location}"), e))?;
-        if (parsed.len() as u64) < TILE_WIDTH {
-            return Err(LogError::corrupt(
-                format!("tiles/{location}"),
-                format!("a full bundle holds {} of 256 entries", parsed.len()),
-            ));
+        let (parsed, trailing) = parse_full_bundle(&bytes)
+            .map_err(|e| LogError::corrupt(format!("tiles/{location}"), e))?;
+        if trailing > 0 {
+            tracing::warn!(
+                "tile store: tiles/{location} holds {trailing} bytes after its 256 entries, from byte {} \
+                 (damage to the file; the entries before them are intact and used)",
+                bytes.len() - trailing
+            );
         }
         let entries: Arc<Vec<Entry>> = Arc::new(
-            parsed[..TILE_WIDTH as usize]
+            parsed
                 .iter()
                 .enumerate()
                 .map(|(i, e)| {

@@ -429,32 +429,48 @@ fn a_torn_entry_bundle_is_named_by_the_full_check_and_recover_exports_the_events
 }
 
 #[test]
-fn without_its_commit_log_a_tile_ledger_is_refused_and_recover_exports_every_anchored_event() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("d");
-    ledger_of_layout(&data, 600, Layout::Tiles);
-    let vkey = vkey_of(&data);
-    // Given the commit log deleted,
-    std::fs::remove_file(data.join("tiles/commits")).unwrap();
-    // when a command opens the ledger, then it is refused naming it,
-    let out = docket()
-        .arg("--data")
-        .arg(&data)
-        .args(["log", "show", "0"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(5), "{err}");
-    assert!(err.contains("tiles/commits"), "{err}");
-    // and recover reads the events from the entry bundles, proves them by
-    // the anchor, and exports all of them, which audit clean.
-    let bundle = dir.path().join("bundle");
-    let (code, v) = recover(&data, &bundle);
-    assert_eq!(code, Some(0), "{v}");
-    assert_eq!(v["plan"]["lost"], 0, "{v}");
-    assert_eq!(v["plan"]["prefix"], v["plan"]["anchor_size"], "{v}");
-    assert!(!data.join("tiles/commits").exists(), "never re-created");
-    audits_clean(&bundle, &vkey);
+fn without_an_intact_commit_log_a_tile_ledger_is_refused_and_recover_exports_every_anchored_event()
+{
+    for damage in ["deleted", "cut to half", "zero-filled"] {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("d");
+        ledger_of_layout(&data, 600, Layout::Tiles);
+        let vkey = vkey_of(&data);
+        // Given the commit log deleted, cut short or zero-filled,
+        let commits = data.join("tiles/commits");
+        let len = std::fs::metadata(&commits).unwrap().len();
+        match damage {
+            "deleted" => std::fs::remove_file(&commits).unwrap(),
+            "cut to half" => {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&commits)
+                    .unwrap();
+                f.set_len(len / 2).unwrap();
+            }
+            _ => std::fs::write(&commits, vec![0u8; len as usize]).unwrap(),
+        }
+        // when a command opens the ledger, then it is refused (exit 5),
+        let out = docket()
+            .arg("--data")
+            .arg(&data)
+            .args(["log", "show", "0"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{damage}: {err}");
+        // and recover reads the events from the entry bundles, proves them
+        // by the anchor, and exports all of them, which audit clean.
+        let bundle = dir.path().join("bundle");
+        let (code, v) = recover(&data, &bundle);
+        assert_eq!(code, Some(0), "{damage}: {v}");
+        assert_eq!(v["plan"]["lost"], 0, "{damage}: {v}");
+        assert_eq!(
+            v["plan"]["prefix"], v["plan"]["anchor_size"],
+            "{damage}: {v}"
+        );
+        audits_clean(&bundle, &vkey);
+    }
 }
 
 #[test]

@@ -1304,9 +1304,11 @@ pub struct TileStore {
     /// Full tiles and bundles read recently (immutable files).
     tile_cache: Mutex<TileCache>,
     bundle_cache: Mutex<HashMap<u64, Arc<Vec<Entry>>>>,
-    /// Opened by [`TileStore::open_to_salvage`] without its commit log: the
-    /// length comes from the bundles, and nothing is committed.
-    commits_missing: bool,
+    /// Opened by [`TileStore::open_to_salvage`] past its commit log (missing,
+    /// or ending before the events the bundles hold): why, for
+    /// [`Store::check_structures`]. The length then comes from the bundles,
+    /// and nothing is committed.
+    salvaged: Option<String>,
 }
 
 impl std::fmt::Debug for TileStore {
@@ -1499,7 +1501,12 @@ impl TileStore {
             )?,
             tile_cache: Mutex::default(),
             bundle_cache: Mutex::default(),
-            commits_missing,
+            salvaged: commits_missing.then(|| {
+                "the commit log is missing (its records, the checkpoints stored with the events \
+                 and the statement digests are lost); the events the entry bundles hold in a row \
+                 were read without it"
+                    .to_string()
+            }),
         };
         if commits_missing {
             let (len, open_bundle, part_bytes) = store.salvaged_length()?;
@@ -1607,7 +1614,38 @@ impl TileStore {
         store.writer = Mutex::new(writer);
         store.view = RwLock::new(view);
         store.redo_from_anchor(chain)?;
+        if salvage {
+            store.read_past_the_commit_log()?;
+        }
         Ok(store)
+    }
+
+    /// In a store opened to salvage: when the entry bundles hold more events
+    /// in a row than the commit log accounts for (it was cut short or
+    /// damaged), the view takes them all (proved, or not, by the anchor and
+    /// the checkpoints above), and the store becomes read-only.
+    fn read_past_the_commit_log(&mut self) -> Result<()> {
+        let (len, open_bundle, part_bytes) = self.salvaged_length()?;
+        let mut view = self.read_view().clone();
+        if len <= view.len {
+            return Ok(());
+        }
+        tracing::warn!(
+            "tile store: the commit log accounts for {} events but the entry bundles hold {len} in a row; reading them all",
+            view.len
+        );
+        self.salvaged = Some(format!(
+            "the commit log accounts for {} events (its intact records end at byte {}) but the entry bundles hold {len} in a row: the rest were read without it",
+            view.len, view.commits_end
+        ));
+        view.len = len;
+        view.open_bundle = open_bundle;
+        view.partial_tiles = self.partial_tiles(&view)?;
+        let mut writer = Writer::at(view.clone(), part_bytes);
+        writer.durable_len = len;
+        self.writer = Mutex::new(writer);
+        self.view = RwLock::new(view);
+        Ok(())
     }
 
     /// The view of a store whose last commit is `record` (none: empty) and
@@ -2268,13 +2306,8 @@ impl TileStore {
             statements: vec![None; usize::try_from(len).unwrap_or(0)],
             damage: Vec::new(),
         };
-        if self.commits_missing {
-            report.damage.push((
-                "tiles/commits".into(),
-                format!(
-                    "the commit log is missing (its records, the checkpoints stored with the events and the statement digests are lost); the {len} events the entry bundles hold in a row were read without it"
-                ),
-            ));
+        if let Some(why) = &self.salvaged {
+            report.damage.push(("tiles/commits".into(), why.clone()));
         }
         let commits = "tiles/commits";
         let (mut at, mut prev_len) = (0u64, 0u64);
@@ -2366,7 +2399,7 @@ impl TileStore {
                         format!("tiles/{rel}, byte {}", 32 * k),
                         format!(
                             "hash {k} of this level-{level} hash tile differs from its recomputation \
-                             from level {} (a derived file: removed, it is recomputed from the level below)",
+                             from level {} (a derived file: the server's background check rewrites it from the events when they give the anchored root)",
                             level - 1
                         ),
                     ));
@@ -2608,7 +2641,7 @@ impl TileStore {
     /// The writer, unless an earlier commit failed part-way (its in-memory
     /// state may be ahead of the files: the log above fails stop anyway).
     fn lock_writer(&self) -> Result<std::sync::MutexGuard<'_, Writer>> {
-        if self.commits_missing {
+        if self.salvaged.is_some() {
             return Err(LogError::FailedPrecondition(
                 "the tile store was opened to salvage a data directory without its commit log: nothing is written to it".into(),
             ));

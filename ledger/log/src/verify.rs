@@ -926,7 +926,8 @@ pub fn verify_log<M: StateMachine>(
                     if f.kind == FindingKind::StoredLeaf && f.seq.is_some_and(|s| s < a.size) {
                         f.detail.push_str(
                             "; the event bytes give the anchored root, so the stored leaf \
-                             (a derived hash tile, tiles/tile/0/… in the tile store) is the damaged copy",
+                             (a derived hash tile, tiles/tile/0/… in the tile store) is the damaged copy; \
+                             the server's background check rewrites it from the events",
                         );
                     }
                 }

@@ -93,8 +93,13 @@ pub fn recover(
         candidates.push(note);
     }
     for size in 1..=events.len() as u64 {
-        if let Some((_, note)) = store.checkpoint(Some(size))? {
-            candidates.push(note);
+        match store.checkpoint(Some(size)) {
+            Ok(Some((_, note))) => candidates.push(note),
+            Ok(None) => {}
+            // A damaged derived index (the tile store's checkpoint index)
+            // hides this size's checkpoint; the others still count.
+            Err(LedgerError::Corrupt { .. }) => {}
+            Err(e) => return Err(e),
         }
     }
     for note in candidates {

@@ -195,6 +195,16 @@ fn deleted_snapshot_is_rebuilt_not_a_mismatch() {
     assert_eq!(code, 0, "{v}");
 }
 
+/// `docket --data DATA log show SEQ` (a command that opens the ledger).
+fn log_show(data: &std::path::Path, seq: u64) -> std::process::Output {
+    docket()
+        .arg("--data")
+        .arg(data)
+        .args(["log", "show", &seq.to_string()])
+        .output()
+        .unwrap()
+}
+
 /// `docket --json --data DATA recover --out OUT`: exit code and report.
 fn recover(data: &std::path::Path, out: &std::path::Path) -> (Option<i32>, serde_json::Value) {
     let run = docket()
@@ -245,12 +255,7 @@ fn a_shortened_log_is_refused_and_its_provable_prefix_recovers() {
         // Given the last events lost from the store (the anchor still says 31).
         delete_events(&data, 20, 31);
         // When a command opens it: refused, exit 5, naming where.
-        let out = docket()
-            .arg("--data")
-            .arg(&data)
-            .args(["log", "show", "0"])
-            .output()
-            .unwrap();
+        let out = log_show(&data, 0);
         assert_eq!(out.status.code(), Some(5));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("event 20") && err.contains("31"), "{err}");
@@ -288,12 +293,7 @@ fn a_damaged_hash_tile_loses_nothing_recover_keeps_every_event_and_the_next_open
         "recover leaves it as it is"
     );
     // and the next open rewrites the tile from the event bytes, saying so,
-    let out = docket()
-        .arg("--data")
-        .arg(&data)
-        .args(["log", "show", "9"])
-        .output()
-        .unwrap();
+    let out = log_show(&data, 9);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("tiles/tile/0/000"), "{err}");
@@ -373,12 +373,7 @@ fn without_its_anchor_file_a_ledger_is_refused_and_recover_exports_what_its_stor
         // Given the anchor file deleted,
         std::fs::remove_file(data.join("anchor")).unwrap();
         // when a command opens the ledger, then it is refused naming the anchor,
-        let out = docket()
-            .arg("--data")
-            .arg(&data)
-            .args(["log", "show", "0"])
-            .output()
-            .unwrap();
+        let out = log_show(&data, 0);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(5), "{layout:?}: {err}");
         assert!(err.contains("anchor"), "{err}");
@@ -451,12 +446,7 @@ fn without_an_intact_commit_log_a_tile_ledger_is_refused_and_recover_exports_eve
             _ => std::fs::write(&commits, vec![0u8; len as usize]).unwrap(),
         }
         // when a command opens the ledger, then it is refused (exit 5),
-        let out = docket()
-            .arg("--data")
-            .arg(&data)
-            .args(["log", "show", "0"])
-            .output()
-            .unwrap();
+        let out = log_show(&data, 0);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(5), "{damage}: {err}");
         // and recover reads the events from the entry bundles, proves them
@@ -487,12 +477,7 @@ fn a_damaged_anchor_slot_is_named_on_stderr_and_the_newest_slot_that_verifies_is
         std::fs::write(&anchor, &bytes).unwrap();
         // when a command opens the ledger, then it serves every event and
         // says which slot did not verify.
-        let out = docket()
-            .arg("--data")
-            .arg(&data)
-            .args(["log", "show", "40"])
-            .output()
-            .unwrap();
+        let out = log_show(&data, 40);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{layout:?}: {err}");
         assert!(
@@ -512,12 +497,7 @@ fn an_event_altered_before_the_open_tail_is_refused_when_read_or_exported_not_se
     flip_event(&data, 10, 40);
     // when a command reads it or exports it, then it is refused naming the
     // event (exit 5), never shown or written into a bundle,
-    let show = docket()
-        .arg("--data")
-        .arg(&data)
-        .args(["log", "show", "10"])
-        .output()
-        .unwrap();
+    let show = log_show(&data, 10);
     let err = String::from_utf8_lossy(&show.stderr);
     assert_eq!(show.status.code(), Some(5), "{err}");
     assert!(err.contains("event 10"), "{err}");
@@ -533,12 +513,7 @@ fn an_event_altered_before_the_open_tail_is_refused_when_read_or_exported_not_se
     assert_eq!(export.status.code(), Some(5), "{err}");
     assert!(err.contains("event 10"), "{err}");
     // while an intact event still reads.
-    let other = docket()
-        .arg("--data")
-        .arg(&data)
-        .args(["log", "show", "4000"])
-        .output()
-        .unwrap();
+    let other = log_show(&data, 4000);
     assert_eq!(other.status.code(), Some(0));
 }
 
@@ -555,12 +530,7 @@ fn bytes_appended_to_a_full_entry_bundle_are_named_and_its_256_entries_still_ser
     std::fs::write(&bundle0, &bytes).unwrap();
     // when a command reads through it, then every event is served, and a
     // warning names the file and where the extra bytes begin,
-    let out = docket()
-        .arg("--data")
-        .arg(&data)
-        .args(["log", "show", "5"])
-        .output()
-        .unwrap();
+    let out = log_show(&data, 5);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(

@@ -1057,25 +1057,18 @@ impl Anchor {
                 held: vec![None; slot_count],
             }),
         };
-        let slots = anchor.slots()?;
         // A slot that was written (it starts with a slot magic) but does not
         // verify is a torn write at a crash or damage since: either way the
         // newest valid slot is used, and the operator hears of it.
-        if let Some(file) = &anchor.file {
-            use std::os::unix::fs::FileExt as _;
-            for (i, slot) in slots.iter().enumerate() {
-                let mut magic = [0u8; 8];
-                let read = file.read_at(&mut magic, (i * slot_len) as u64).unwrap_or(0);
-                if slot.is_none()
-                    && read == 8
-                    && [Self::MAGIC, Self::MAGIC_V2, Self::MAGIC_V1].contains(&&magic)
-                {
-                    tracing::warn!(
-                        "anchor: slot {i} (byte {}) does not verify (a torn write at a crash, or damage since); the newest slot that verifies is used",
-                        i * slot_len
-                    );
-                }
+        let mut slots = Vec::with_capacity(slot_count);
+        for (i, (slot, written)) in anchor.slots_with_magic()?.into_iter().enumerate() {
+            if slot.is_none() && written {
+                tracing::warn!(
+                    "anchor: slot {i} (byte {}) does not verify (a torn write at a crash, or damage since); the newest slot that verifies is used",
+                    i * slot_len
+                );
             }
+            slots.push(slot);
         }
         let held: Vec<Option<u64>> = slots
             .iter()
@@ -1095,6 +1088,16 @@ impl Anchor {
     }
 
     fn slots(&self) -> Result<Vec<Option<AnchorSlot>>> {
+        Ok(self
+            .slots_with_magic()?
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect())
+    }
+
+    /// Every slot, parsed, with whether its bytes start with a slot magic
+    /// (it was written at some time).
+    fn slots_with_magic(&self) -> Result<Vec<(Option<AnchorSlot>, bool)>> {
         use std::os::unix::fs::FileExt as _;
         let mut out = Vec::with_capacity(self.slot_count);
         let Some(file) = &self.file else {
@@ -1113,7 +1116,10 @@ impl Anchor {
                 n += got;
             }
             buf.truncate(n);
-            out.push(Self::parse_slot(&buf));
+            let written = [Self::MAGIC, Self::MAGIC_V2, Self::MAGIC_V1]
+                .iter()
+                .any(|m| buf.starts_with(*m));
+            out.push((Self::parse_slot(&buf), written));
         }
         Ok(out)
     }

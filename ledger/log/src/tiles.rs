@@ -167,28 +167,38 @@ pub fn parse_bundle(bytes: &[u8]) -> std::result::Result<Vec<&[u8]>, String> {
     Ok(out)
 }
 
-/// Parses a full entry bundle: its first 256 entries, and the number of
-/// bytes after them (none in an intact bundle: bytes appended to a full
-/// bundle are damage, reported by the caller, and not part of it).
-fn parse_full_bundle(bytes: &[u8]) -> std::result::Result<(Vec<&[u8]>, usize), String> {
-    let mut out = Vec::with_capacity(TILE_WIDTH as usize);
+/// The first entries of a bundle, at most `max`: the entries, the byte
+/// where they end, and why the parse stopped short of `max` inside the
+/// bytes (`None`: it reached `max` or the end of the bytes cleanly).
+fn bundle_prefix(bytes: &[u8], max: u64) -> (Vec<&[u8]>, usize, Option<String>) {
+    let mut out = Vec::new();
     let mut at = 0usize;
-    while (out.len() as u64) < TILE_WIDTH {
+    while (out.len() as u64) < max && at < bytes.len() {
         let Some(len) = bytes.get(at..at + 2) else {
-            return Err(if at == bytes.len() {
-                format!("a full bundle holds {} of 256 entries", out.len())
-            } else {
-                format!("a torn entry length at byte {at}")
-            });
+            return (out, at, Some(format!("a torn entry length at byte {at}")));
         };
         let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
         let Some(entry) = bytes.get(at + 2..at + 2 + len) else {
-            return Err(format!("a torn entry at byte {at}"));
+            return (out, at, Some(format!("a torn entry at byte {at}")));
         };
         out.push(entry);
         at += 2 + len;
     }
-    Ok((out, bytes.len() - at))
+    (out, at, None)
+}
+
+/// Parses a full entry bundle: its first 256 entries, and the number of
+/// bytes after them (none in an intact bundle: bytes appended to a full
+/// bundle are damage, reported by the caller, and not part of it).
+fn parse_full_bundle(bytes: &[u8]) -> std::result::Result<(Vec<&[u8]>, usize), String> {
+    match bundle_prefix(bytes, TILE_WIDTH) {
+        (_, _, Some(why)) => Err(why),
+        (entries, _, None) if (entries.len() as u64) < TILE_WIDTH => Err(format!(
+            "a full bundle holds {} of 256 entries",
+            entries.len()
+        )),
+        (entries, end, None) => Ok((entries, bytes.len() - end)),
+    }
 }
 
 /// Parses a hash tile: concatenated 32-byte hashes.
@@ -1509,12 +1519,6 @@ impl TileStore {
             }),
         };
         if commits_missing {
-            let (len, open_bundle, part_bytes) = store.salvaged_length()?;
-            let view = store.view_at(None, len, open_bundle)?;
-            let mut writer = Writer::at(view.clone(), part_bytes);
-            writer.durable_len = view.len;
-            store.writer = Mutex::new(writer);
-            store.view = RwLock::new(view);
             {
                 let mut ix = store.derived.indexes();
                 let ix = &mut *ix;
@@ -1522,6 +1526,7 @@ impl TileStore {
                 catch_up_index(&mut ix.checkpoints, 0, false, &store.commits, &commits_path)?;
                 ix.indexed_end = 0;
             }
+            store.read_past_the_commit_log()?;
             return Ok(store);
         }
 
@@ -1621,8 +1626,8 @@ impl TileStore {
     }
 
     /// In a store opened to salvage: when the entry bundles hold more events
-    /// in a row than the commit log accounts for (it was cut short or
-    /// damaged), the view takes them all (proved, or not, by the anchor and
+    /// in a row than the commit log accounts for (it is missing, was cut
+    /// short or damaged), the view takes them all (proved, or not, by the anchor and
     /// the checkpoints above), and the store becomes read-only.
     fn read_past_the_commit_log(&mut self) -> Result<()> {
         let (len, open_bundle, part_bytes) = self.salvaged_length()?;
@@ -1634,7 +1639,8 @@ impl TileStore {
             "tile store: the commit log accounts for {} events but the entry bundles hold {len} in a row; reading them all",
             view.len
         );
-        self.salvaged = Some(format!(
+        // (A missing commit log was named at the open already.)
+        self.salvaged.get_or_insert_with(|| format!(
             "the commit log accounts for {} events (its intact records end at byte {}) but the entry bundles hold {len} in a row: the rest were read without it",
             view.len, view.commits_end
         ));
@@ -1989,7 +1995,7 @@ impl TileStore {
         Ok(Some((entries, at as u64)))
     }
 
-    /// Without a commit log: the length of the run of events the bundles
+    /// Past the commit log: the length of the run of events the bundles
     /// hold from the start, the open bundle's entries and its byte length.
     fn salvaged_length(&self) -> Result<(u64, Vec<Entry>, u64)> {
         let mut full = 0u64;
@@ -2421,20 +2427,17 @@ impl TileStore {
         let mut entries = Vec::new();
         let mut damage = "the entry bundle is missing".to_string();
         if let Some(bytes) = self.read_bundle_file(index)? {
-            let mut at = 0usize;
-            damage = loop {
-                if entries.len() as u64 >= TILE_WIDTH {
-                    break String::new();
+            let (raw, _, stopped) = bundle_prefix(&bytes, TILE_WIDTH);
+            entries = raw.iter().map_while(|e| read_entry(e)).collect();
+            damage = match stopped {
+                _ if entries.len() < raw.len() => {
+                    format!(
+                        "entry {} is neither an event nor a large event's stand-in",
+                        entries.len()
+                    )
                 }
-                let Some(len) = bytes.get(at..at + 2) else {
-                    break format!("the bundle ends after {} entries", entries.len());
-                };
-                let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
-                let Some(entry) = bytes.get(at + 2..at + 2 + len).and_then(read_entry) else {
-                    break format!("a torn or unreadable entry at byte {at}");
-                };
-                entries.push(entry);
-                at += 2 + len;
+                Some(why) => why,
+                None => format!("the bundle ends after {} entries", entries.len()),
             };
         }
         let mut events = Vec::new();
@@ -2643,7 +2646,7 @@ impl TileStore {
     fn lock_writer(&self) -> Result<std::sync::MutexGuard<'_, Writer>> {
         if self.salvaged.is_some() {
             return Err(LogError::FailedPrecondition(
-                "the tile store was opened to salvage a data directory without its commit log: nothing is written to it".into(),
+                "the tile store was opened to salvage a data directory past its commit log: nothing is written to it".into(),
             ));
         }
         let guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);

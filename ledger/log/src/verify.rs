@@ -442,7 +442,8 @@ fn stored_leaves(
     let mut unreadable = Vec::new();
     let mut at = from;
     while at < to {
-        let end = ((at / 256 + 1) * 256).min(to);
+        let width = crate::tiles::TILE_WIDTH;
+        let end = ((at / width + 1) * width).min(to);
         match store.leaf_hashes(at, end) {
             Ok(leaves) => stored.extend(leaves),
             Err(LogError::Corrupt { location, detail }) => {

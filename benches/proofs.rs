@@ -184,6 +184,8 @@ fn benches(c: &mut Criterion) {
     println!("[proofs] baseline: sled lookup {lookup_sled:?}");
     report("sled", &sled_store, lookup_sled, one_hash);
 
+    checked_against_unchecked();
+
     let idx = samples(4096, SIZE);
     let mut g = c.benchmark_group("proofs_1m");
     let mut k = 0usize;
@@ -227,6 +229,102 @@ fn benches(c: &mut Criterion) {
         b.iter(|| node_hash(black_box(&a), black_box(&a)))
     });
     g.finish();
+}
+
+/// Events in the live tile ledger of [`checked_against_unchecked`].
+const LEDGER_EVENTS: u64 = 50_000;
+
+/// What a ledger serves is proved first (`Log::prove_inclusion`,
+/// `prove_consistency`, `proved_nodes`, `proved_events`: verified against
+/// the signed checkpoint of the head). Timed on a live tile ledger against
+/// what serving cost without the check, the same reads straight from the
+/// store, in the same run: `RATIO` lines, the price of the check.
+fn checked_against_unchecked() {
+    use docket_domain::merkle::root_at;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (ledger, info) = docket_domain::ledger::init(dir.path(), None).expect("init");
+    let admin = docket_domain::keys::read_key_file(&info.admin_key_path).expect("admin key");
+    let mut pending = Vec::new();
+    for i in 1..LEDGER_EVENTS {
+        let st = docket_domain::Statement::sign(
+            "x-bench",
+            format!("{{\"n\":{i}}}").into_bytes(),
+            &admin,
+        );
+        pending.push(ledger.submit(vec![st]).expect("submit"));
+        if pending.len() >= 2048 {
+            for rx in pending.drain(..) {
+                rx.recv().expect("reply");
+            }
+        }
+    }
+    for rx in pending.drain(..) {
+        rx.recv().expect("reply");
+    }
+    let n = ledger.len();
+    let store = ledger.store().clone();
+    let src = store.as_ref();
+    let idx = samples(2000, n);
+    let rounds = idx.len() as u64;
+    // Warm the tile cache for both.
+    for &i in &idx {
+        ledger.prove_inclusion(i, n).expect("proof");
+    }
+    let unchecked = per_op(rounds, |k| {
+        let i = idx[k as usize];
+        black_box(inclusion_proof(src, i, n).unwrap());
+        black_box(NodeSource::node(src, 0, i).unwrap());
+        black_box(root_at(src, n).unwrap());
+    });
+    let checked = per_op(rounds, |k| {
+        black_box(ledger.prove_inclusion(idx[k as usize], n).unwrap());
+    });
+    println!(
+        "RATIO checked inclusion proof at {n} events: {checked:?} vs unchecked (path, leaf, root from the store): {unchecked:?} = {:.2}",
+        checked.as_secs_f64() / unchecked.as_secs_f64()
+    );
+    let unchecked = per_op(rounds, |k| {
+        let old = idx[k as usize].max(1);
+        black_box(consistency_proof(src, old, n).unwrap());
+        black_box(root_at(src, old).unwrap());
+        black_box(root_at(src, n).unwrap());
+    });
+    let checked = per_op(rounds, |k| {
+        black_box(ledger.prove_consistency(idx[k as usize].max(1), n).unwrap());
+    });
+    println!(
+        "RATIO checked consistency proof at {n} events: {checked:?} vs unchecked: {unchecked:?} = {:.2}",
+        checked.as_secs_f64() / unchecked.as_secs_f64()
+    );
+    // A full level-0 tile and a full entry bundle, as HTTP /tile/ serves them.
+    let tiles: Vec<u64> = samples(200, n / 256);
+    let unchecked = per_op(tiles.len() as u64, |k| {
+        let first = tiles[k as usize] * 256;
+        black_box(store.leaf_hashes(first, first + 256).unwrap());
+    });
+    let checked = per_op(tiles.len() as u64, |k| {
+        black_box(
+            ledger
+                .proved_nodes(0, tiles[k as usize] * 256, 256)
+                .unwrap(),
+        );
+    });
+    println!(
+        "RATIO checked level-0 tile: {checked:?} vs unchecked (stored leaf hashes): {unchecked:?} = {:.2}",
+        checked.as_secs_f64() / unchecked.as_secs_f64()
+    );
+    let unchecked = per_op(tiles.len() as u64, |k| {
+        let first = tiles[k as usize] * 256;
+        black_box(store.event_range(first, first + 256).unwrap());
+    });
+    let checked = per_op(tiles.len() as u64, |k| {
+        black_box(ledger.proved_events(tiles[k as usize] * 256, 256).unwrap());
+    });
+    println!(
+        "RATIO checked entry bundle: {checked:?} vs unchecked (stored events): {unchecked:?} = {:.2}",
+        checked.as_secs_f64() / unchecked.as_secs_f64()
+    );
+    ledger.close().expect("close");
 }
 
 criterion_group! {

@@ -324,25 +324,26 @@ impl Backend for Embedded {
 
     fn inclusion(&self, seq: u64, size: Option<u64>) -> Result<InclusionView> {
         let size = size.unwrap_or_else(|| self.ledger.len());
-        let proof = self.ledger.inclusion_proof(seq, size)?;
+        // Checked against the signed checkpoint before it is shown.
+        let proved = self.ledger.prove_inclusion(seq, size)?;
         Ok(InclusionView {
             leaf_index: seq,
             tree_size: size,
-            leaf_hash: hex::encode(self.ledger.leaf_hash(seq)?),
-            root_hash: hex::encode(self.ledger.root_at(size)?),
-            proof: hexes(&proof),
+            leaf_hash: hex::encode(proved.leaf),
+            root_hash: hex::encode(proved.root),
+            proof: hexes(&proved.path),
         })
     }
 
     fn consistency(&self, old: u64, new: Option<u64>) -> Result<ConsistencyView> {
         let new = new.unwrap_or_else(|| self.ledger.len());
-        let proof = self.ledger.consistency_proof(old, new)?;
+        let proved = self.ledger.prove_consistency(old, new)?;
         Ok(ConsistencyView {
             old_size: old,
             new_size: new,
-            old_root: hex::encode(self.ledger.root_at(old)?),
-            new_root: hex::encode(self.ledger.root_at(new)?),
-            proof: hexes(&proof),
+            old_root: hex::encode(proved.old_root),
+            new_root: hex::encode(proved.new_root),
+            proof: hexes(&proved.path),
         })
     }
 

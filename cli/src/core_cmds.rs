@@ -723,7 +723,24 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         .into());
     }
     let (store, verifier) = docket_log::sequencer::open_store_to_salvage(&ctx.data)?;
-    let ledger_key = load_key(&ctx.data.join("keys/ledger.key"))?;
+    let key_path = ctx.data.join("keys/ledger.key");
+    let ledger_key = match keys::read_key_file(&key_path) {
+        Ok(key) => key,
+        // Damage at rest, as the open reports it (exit 5).
+        Err(docket_domain::LedgerError::Malformed { detail, .. }) => {
+            return Err(CliError::new(
+                exit::HARD_FAIL,
+                format!(
+                    "corruption at keys/ledger.key: the ledger key file is damaged (it does not \
+                     parse: {detail}); recover signs its bundle with that key: restore the file \
+                     from a backup"
+                ),
+            )
+            .into());
+        }
+        // Any other failure worded and coded as for every key file.
+        Err(_) => load_key(&key_path)?,
+    };
     let (plan, _, mut log) =
         docket_domain::export::recover::recover(&store, &verifier, ledger_key)?;
     if args.with_blobs {

@@ -762,6 +762,27 @@ fn cases(fx: &Fixture, rng: &mut Rng) -> Vec<Case> {
                 .mentions(&["ledger.key"]),
         );
     }
+    // A ledger key file that no longer parses is damage at rest (exit 5
+    // naming it), not bad input.
+    for (label, garbage) in [
+        (
+            "garble keys/ledger.key (text)",
+            &b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"[..],
+        ),
+        (
+            "garble keys/ledger.key (binary)",
+            &[0xFF, 0xFE, 0x00, 0x81][..],
+        ),
+    ] {
+        out.push(
+            Case::new(label, Refused, move |dir, _| {
+                // (Written in place: the file keeps its mode 0600.)
+                std::fs::write(dir.join("keys/ledger.key"), garbage).expect("write the key file");
+            })
+            .replay_after_refusal(&[0, 5])
+            .mentions(&["ledger.key"]),
+        );
+    }
     let store_dir = format!("{store}/");
     out.push(
         Case::new(format!("delete {store}/"), Refused, move |dir, _| {

@@ -402,6 +402,11 @@ fn a_torn_entry_bundle_is_named_by_the_full_check_and_recover_exports_the_events
     let bundle0 = data.join("tiles/tile/entries/000");
     let bytes = std::fs::read(&bundle0).unwrap();
     std::fs::write(&bundle0, &bytes[..bytes.len() / 2]).unwrap();
+    // when a command opens the ledger, then it is refused naming the bundle,
+    let out = log_show(&data, 599);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("tiles/tile/entries/000"), "{err}");
     // when the full check runs, then it names the file and the events it
     // cannot read, and goes on past them (exit 5),
     let (code, v) = replay_verify(&data);
@@ -446,9 +451,12 @@ fn without_an_intact_commit_log_a_tile_ledger_is_refused_and_recover_exports_eve
             _ => std::fs::write(&commits, vec![0u8; len as usize]).unwrap(),
         }
         // when a command opens the ledger, then it is refused (exit 5),
+        // naming the commit log (when it is there but accounts for fewer
+        // events than the entry bundles hold),
         let out = log_show(&data, 0);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(5), "{damage}: {err}");
+        assert!(err.contains("tiles/commits"), "{damage}: {err}");
         // and recover reads the events from the entry bundles, proves them
         // by the anchor, and exports all of them, which audit clean.
         let bundle = dir.path().join("bundle");
@@ -545,4 +553,77 @@ fn bytes_appended_to_a_full_entry_bundle_are_named_and_its_256_entries_still_ser
     let (code, v) = recover(&data, &dir.path().join("bundle"));
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["plan"]["lost"], 0, "{v}");
+}
+
+#[test]
+fn a_proof_under_a_damaged_hash_tile_the_open_did_not_read_is_served_only_once_the_tile_is_rebuilt()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    // Given more events than the open re-reads, and hash 9 of the first
+    // level-0 tile flipped (a derived file the open does not read: its tail
+    // is the last 4,096 events, and the tree before them is read from the
+    // level-1 tile),
+    ledger_of_layout(&data, 4_700, Layout::Tiles);
+    let tile = data.join("tiles/tile/0/000");
+    let before = std::fs::read(&tile).unwrap();
+    let mut bytes = before.clone();
+    bytes[32 * 9] ^= 0x01;
+    std::fs::write(&tile, &bytes).unwrap();
+    // when an inclusion proof whose path reads it is asked, then the proof
+    // checked against the signed checkpoint (exit 0) is served, because the
+    // tile was rewritten from the event bytes first, which stderr names,
+    for (args, seq) in [
+        (["prove", "inclusion", "8"], 8),
+        (["prove", "inclusion", "9"], 9),
+    ] {
+        let out = docket()
+            .args(["--json", "--data"])
+            .arg(&data)
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["check"]["verified"], true, "{v}");
+        assert_eq!(v["proof"]["leaf_index"], seq, "{v}");
+        if seq == 8 {
+            assert!(err.contains("tiles/tile/0/000"), "{err}");
+            assert!(err.contains("the inclusion proof of event 8"), "{err}");
+        }
+        assert_eq!(std::fs::read(&tile).unwrap(), before);
+    }
+    // And with an event under the tile altered too (the bytes cannot
+    // rebuild it), no proof is served: exit 5 naming the stored tree.
+    std::fs::write(&tile, &bytes).unwrap();
+    flip_event(&data, 20, 40);
+    let out = docket()
+        .args(["--data"])
+        .arg(&data)
+        .args(["prove", "consistency", "10", "4700"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("Merkle tree"), "{err}");
+}
+
+#[test]
+fn a_ledger_key_file_that_no_longer_parses_is_damage_for_the_open_and_for_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 10, Layout::Tiles);
+    // Given the ledger key file overwritten in place (it keeps its mode),
+    std::fs::write(data.join("keys/ledger.key"), "not a key\n").unwrap();
+    // when a command opens the ledger, then it is refused as damage (exit
+    // 5, not 2 for bad input) naming the file,
+    let out = log_show(&data, 3);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("keys/ledger.key"), "{err}");
+    // and recover, which signs its bundle with that key, says the same.
+    let (code, v) = recover(&data, &dir.path().join("bundle"));
+    assert_eq!(code, Some(5), "{v}");
+    assert!(v.to_string().contains("keys/ledger.key"), "{v}");
 }

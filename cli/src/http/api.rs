@@ -252,13 +252,14 @@ pub async fn proof(
                 cp.size
             )));
         }
-        let path = ledger.inclusion_proof(seq, cp.size)?;
+        // Checked against the signed checkpoint before it is served.
+        let proved = ledger.prove_inclusion(seq, cp.size)?;
         Ok(fresh(json!({
             "leaf_index": seq,
             "tree_size": cp.size,
-            "leaf_hash": hex32(&ledger.leaf_hash(seq)?),
-            "root_hash": hex32(&cp.root),
-            "proof": path.iter().map(|h| hex32(h)).collect::<Vec<_>>(),
+            "leaf_hash": hex32(&proved.leaf),
+            "root_hash": hex32(&proved.root),
+            "proof": proved.path.iter().map(|h| hex32(h)).collect::<Vec<_>>(),
             "checkpoint": note,
         })))
     })

@@ -292,10 +292,9 @@ async fn tile(State(s): State<Arc<AppState>>, Path(rest): Path<String>) -> Respo
                 tiles::tile_path(&t)
             )));
         }
-        let store = ledger.store().as_ref();
         Ok(match t.level {
-            Some(_) => tiles::hash_tile(store, &t)?,
-            None => tiles::entry_bundle(store, &t)?,
+            Some(_) => tiles::hash_tile(ledger, &t)?,
+            None => tiles::entry_bundle(ledger, &t)?,
         })
     })
     .await;
@@ -362,5 +361,116 @@ mod tests {
         stop_tx.send(true).unwrap();
         rt.shutdown_timeout(std::time::Duration::from_secs(5));
         docket.close().unwrap();
+    }
+
+    fn fetch(addr: SocketAddr, path: &str) -> (u16, Vec<u8>) {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).unwrap();
+        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+        let status = String::from_utf8_lossy(&raw[..12])
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        (status, raw[split + 4..].to_vec())
+    }
+
+    #[test]
+    fn a_tile_or_bundle_is_served_only_once_proved_against_the_signed_checkpoint() {
+        use docket_domain::{LedgerOptions, Statement, keys};
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("ledger");
+        // Given a tile ledger longer than the open's tail (4,096 events),
+        let options = LedgerOptions {
+            layout: docket_log::Layout::Tiles,
+            ..LedgerOptions::default()
+        };
+        let (ledger, info) = docket_domain::ledger::init_with(&data, None, options).unwrap();
+        let admin = keys::read_key_file(&info.admin_key_path).unwrap();
+        for chunk in (0..4_700).collect::<Vec<u32>>().chunks(500) {
+            let batch = chunk
+                .iter()
+                .map(|i| Statement::sign("x-note", format!("{{\"n\":{i}}}").into_bytes(), &admin))
+                .collect();
+            for r in ledger.append_many(batch).unwrap() {
+                r.unwrap();
+            }
+        }
+        ledger.close().unwrap();
+        drop(ledger);
+        let tile = data.join("tiles/tile/0/000");
+        let intact = std::fs::read(&tile).unwrap();
+        let serve = |data: &std::path::Path, check: &dyn Fn(SocketAddr)| {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            // (No background check: only the HTTP read meets the damage.)
+            let ledger_options = LedgerOptions {
+                background_scrub: false,
+                ..LedgerOptions::default()
+            };
+            let docket = Docket::open(
+                data,
+                ledger_options,
+                docket_domain::domain::DocketOptions::default(),
+            )
+            .unwrap();
+            let (stop_tx, stop_rx) = watch::channel(false);
+            let addr = rt
+                .block_on(spawn(
+                    "127.0.0.1:0".parse().unwrap(),
+                    docket.clone(),
+                    None,
+                    stop_rx,
+                ))
+                .unwrap();
+            check(addr);
+            stop_tx.send(true).unwrap();
+            rt.shutdown_timeout(std::time::Duration::from_secs(5));
+            docket.close().unwrap();
+        };
+        // with one hash of its first level-0 tile (which the open does not
+        // read) flipped, when that tile is fetched, then the tile served is
+        // the intact one, rebuilt from the event bytes before it is served,
+        let mut damaged = intact.clone();
+        damaged[32 * 9] ^= 1;
+        std::fs::write(&tile, &damaged).unwrap();
+        let served_intact = |addr: SocketAddr, path: &str, bytes: &[u8]| {
+            let (status, body) = fetch(addr, path);
+            assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
+            assert!(
+                body == bytes,
+                "{path}: the bytes served are not the intact ones"
+            );
+        };
+        serve(&data, &|addr| {
+            served_intact(addr, "/tile/0/000", &intact);
+            served_intact(addr, "/tile/0/000.p/12", &intact[..12 * 32]);
+            assert_eq!(fetch(addr, "/tile/entries/000").0, 200);
+        });
+        assert_eq!(std::fs::read(&tile).unwrap(), intact);
+        // and with an event of the first bundle altered, the bundle is
+        // refused naming the events (the intact tile still serves).
+        let (bundle, offset, len) = docket_log::tiles::TileStore::locate_entry(&data, 20).unwrap();
+        let mut bytes = std::fs::read(&bundle).unwrap();
+        bytes[offset as usize + len - 40] ^= 1;
+        std::fs::write(&bundle, bytes).unwrap();
+        serve(&data, &|addr| {
+            let (status, body) = fetch(addr, "/tile/entries/000");
+            let body = String::from_utf8_lossy(&body).to_string();
+            assert_eq!(status, 500, "{body}");
+            assert!(body.contains("events 0..256"), "{body}");
+            assert_eq!(
+                fetch(addr, "/tile/entries/000.p/20").0,
+                200,
+                "before the damage"
+            );
+            served_intact(addr, "/tile/0/000", &intact);
+        });
     }
 }

@@ -20,9 +20,7 @@
 //! partial tile of any width up to what the tree holds, and a full tile
 //! once it is complete; anything else is 404.
 
-use docket_domain::merkle::Hash;
-use docket_domain::store::Store;
-use docket_domain::{LedgerError, Result};
+use docket_domain::{Ledger, LedgerError, Result};
 
 /// Hashes in a full tile (and entries in a full bundle).
 pub const TILE_WIDTH: u64 = 256;
@@ -143,60 +141,26 @@ pub fn exists(t: &TileRef, size: u64) -> bool {
     leaves_needed(t).is_some_and(|n| n <= size)
 }
 
-/// The bytes of hash tile `t` (the caller checked [`exists`]): level 0 from
-/// one scan of the stored leaf hashes, higher levels node by node.
-pub fn hash_tile(store: &dyn Store, t: &TileRef) -> Result<Vec<u8>> {
+/// The bytes of hash tile `t` (the caller checked [`exists`]): its hashes
+/// read from the store and proved against the signed checkpoint before
+/// they are served ([`docket_domain::Ledger::proved_nodes`]: a damaged
+/// derived tile is rebuilt from the event bytes first, or refused).
+pub fn hash_tile(ledger: &Ledger, t: &TileRef) -> Result<Vec<u8>> {
     let level = t.level.unwrap_or(0);
     let tree_level = level.checked_mul(8).ok_or_else(|| LedgerError::NotFound {
         what: format!("tile level {level}"),
     })?;
-    let first = t.index * TILE_WIDTH;
-    let width = t.width();
-    let mut out = Vec::with_capacity(usize::try_from(width * 32).unwrap_or(0));
-    if tree_level == 0 {
-        let leaves = store.leaf_hashes(first, first + width)?;
-        for (i, (seq, h)) in leaves.iter().enumerate() {
-            if *seq != first + i as u64 {
-                return Err(LedgerError::corrupt(
-                    format!("Merkle leaf {}", first + i as u64),
-                    "missing from the store",
-                ));
-            }
-            out.extend_from_slice(h);
-        }
-        if leaves.len() as u64 != width {
-            return Err(LedgerError::corrupt(
-                format!("Merkle leaf {}", first + leaves.len() as u64),
-                "missing from the store",
-            ));
-        }
-        return Ok(out);
-    }
-    for i in 0..width {
-        let h: Hash = store.node(tree_level, first + i).map_err(|e| {
-            LedgerError::corrupt(
-                format!("Merkle node ({tree_level}, {})", first + i),
-                e.to_string(),
-            )
-        })?;
-        out.extend_from_slice(&h);
-    }
-    Ok(out)
+    let hashes = ledger.proved_nodes(tree_level, t.index * TILE_WIDTH, t.width())?;
+    Ok(hashes.concat())
 }
 
-/// The bytes of entry bundle `t` (the caller checked [`exists`]).
-pub fn entry_bundle(store: &dyn Store, t: &TileRef) -> Result<Vec<u8>> {
-    let first = t.index * TILE_WIDTH;
-    let width = t.width();
-    let events = store.event_range(first, first + width)?;
+/// The bytes of entry bundle `t` (the caller checked [`exists`]): the events
+/// read from the store, their leaf hashes proved against the signed
+/// checkpoint before they are served ([`docket_domain::Ledger::proved_events`]).
+pub fn entry_bundle(ledger: &Ledger, t: &TileRef) -> Result<Vec<u8>> {
+    let events = ledger.proved_events(t.index * TILE_WIDTH, t.width())?;
     let mut out = Vec::new();
-    for (i, (seq, bytes)) in events.iter().enumerate() {
-        if *seq != first + i as u64 {
-            return Err(LedgerError::corrupt(
-                format!("event {}", first + i as u64),
-                "missing from the store",
-            ));
-        }
+    for (_, bytes) in &events {
         let framed;
         let entry: &[u8] = if bytes.len() > MAX_FRAMED_ENTRY {
             framed = oversized_entry(bytes);
@@ -209,12 +173,6 @@ pub fn entry_bundle(store: &dyn Store, t: &TileRef) -> Result<Vec<u8>> {
         let len = u16::try_from(entry.len()).unwrap_or(u16::MAX);
         out.extend_from_slice(&len.to_be_bytes());
         out.extend_from_slice(entry);
-    }
-    if events.len() as u64 != width {
-        return Err(LedgerError::corrupt(
-            format!("event {}", first + events.len() as u64),
-            "missing from the store",
-        ));
     }
     Ok(out)
 }

@@ -146,22 +146,17 @@ impl LedgerRpc for LedgerService {
                 violations: vec![format!("leaf index {seq} is not below tree size {size}")],
             }));
         }
-        let (proof, leaf, root) = self
+        // Checked against the signed checkpoint before it is served.
+        let proved = self
             .shared
-            .blocking(move |l| {
-                Ok((
-                    l.inclusion_proof(seq, size)?,
-                    l.leaf_hash(seq)?,
-                    l.root_at(size)?,
-                ))
-            })
+            .blocking(move |l| l.prove_inclusion(seq, size))
             .await?;
         Ok(Response::new(pb::InclusionProof {
             leaf_index: seq,
             tree_size: size,
-            leaf_hash: leaf.to_vec(),
-            root_hash: root.to_vec(),
-            proof: proof.iter().map(|h| h.to_vec()).collect(),
+            leaf_hash: proved.leaf.to_vec(),
+            root_hash: proved.root.to_vec(),
+            proof: proved.path.iter().map(|h| h.to_vec()).collect(),
         }))
     }
 
@@ -182,22 +177,16 @@ impl LedgerRpc for LedgerService {
                 violations: vec![format!("old size {old_size} is above new size {new}")],
             }));
         }
-        let (proof, old_root, new_root) = self
+        let proved = self
             .shared
-            .blocking(move |l| {
-                Ok((
-                    l.consistency_proof(old_size, new)?,
-                    l.root_at(old_size)?,
-                    l.root_at(new)?,
-                ))
-            })
+            .blocking(move |l| l.prove_consistency(old_size, new))
             .await?;
         Ok(Response::new(pb::ConsistencyProof {
             old_size,
             new_size: new,
-            old_root: old_root.to_vec(),
-            new_root: new_root.to_vec(),
-            proof: proof.iter().map(|h| h.to_vec()).collect(),
+            old_root: proved.old_root.to_vec(),
+            new_root: proved.new_root.to_vec(),
+            proof: proved.path.iter().map(|h| h.to_vec()).collect(),
         }))
     }
 }

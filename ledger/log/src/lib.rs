@@ -32,4 +32,4 @@ pub mod verify;
 pub use error::{LogError, Result};
 pub use event::{Event, Statement};
 pub use machine::{AdmitContext, StateMachine};
-pub use sequencer::{Layout, Log, LogOptions, Receipt};
+pub use sequencer::{Layout, Log, LogOptions, ProvedConsistency, ProvedInclusion, Receipt};

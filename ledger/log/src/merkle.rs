@@ -380,6 +380,42 @@ pub fn inclusion_proof(
     Ok(path)
 }
 
+/// The audit path above the complete subtree of height `height` whose
+/// leaves begin at `index << height`, in the tree of the first `size`
+/// leaves: the inclusion proof of that first leaf without the `height`
+/// hashes inside the subtree (what [`verify_subtree_inclusion`] takes).
+pub fn subtree_inclusion_proof(
+    src: &dyn NodeSource,
+    height: u32,
+    index: u64,
+    size: u64,
+) -> Result<Vec<Hash>, MerkleError> {
+    let width = 1u64.checked_shl(height).filter(|w| *w <= size);
+    let first = width.and_then(|w| index.checked_mul(w));
+    let (Some(width), Some(first)) = (width, first) else {
+        return Err(MerkleError::IndexOutOfRange { index, size });
+    };
+    if first.checked_add(width).is_none_or(|end| end > size) {
+        return Err(MerkleError::IndexOutOfRange { index: first, size });
+    }
+    let mut path = Vec::with_capacity(64);
+    let (mut lo, mut hi) = (0u64, size);
+    // Every aligned complete range inside the tree is one of its nodes, so
+    // the halving reaches it exactly.
+    while hi - lo > width {
+        let mid = lo + split_point(hi - lo);
+        if first < mid {
+            path.push(range_hash(src, mid, hi)?);
+            hi = mid;
+        } else {
+            path.push(range_hash(src, lo, mid)?);
+            lo = mid;
+        }
+    }
+    path.reverse();
+    Ok(path)
+}
+
 /// The consistency proof between the trees of the first `old_size` and
 /// `new_size` leaves (RFC 9162 §2.1.4.1). Empty when `old_size` is 0 or equals
 /// `new_size`.
@@ -465,14 +501,85 @@ pub fn verify_inclusion(
     if index >= size {
         return Err(MerkleError::IndexOutOfRange { index, size });
     }
+    let expected = inclusion_len(index, size);
     // Steps 2 and 3.
-    let (mut fn_, mut sn) = (index, size - 1);
-    let mut r = *leaf;
+    let computed = climb(*leaf, index, size - 1, proof, expected)?;
+    if computed != *root {
+        return Err(MerkleError::RootMismatch {
+            expected: *root,
+            computed,
+        });
+    }
+    Ok(())
+}
+
+/// The root of a complete subtree from its nodes at one level, left to
+/// right (their number is a power of two; one node is its own root).
+pub fn complete_subtree_root(nodes: &[Hash]) -> Hash {
+    debug_assert!(nodes.len().is_power_of_two());
+    let mut level = nodes.to_vec();
+    while level.len() > 1 {
+        level = level
+            .chunks_exact(2)
+            .map(|p| node_hash(&p[0], &p[1]))
+            .collect();
+    }
+    level.first().copied().unwrap_or_else(empty_root)
+}
+
+/// Verifies that `node` is the root of the complete subtree of height
+/// `height` (its `2^height` leaves begin at leaf `index << height`) in the
+/// tree of `size` leaves with root `root`. `path` is the audit path above
+/// the subtree: the inclusion proof of leaf `index << height` without its
+/// first `height` hashes (those inside the subtree). With `height` 0 this is
+/// [`verify_inclusion`]; it is the same RFC 9162 §2.1.3.2 walk, begun
+/// `height` levels up (inside a complete subtree every step of the walk
+/// hashes the running value on the left, so those steps are the subtree's
+/// own root).
+pub fn verify_subtree_inclusion(
+    node: &Hash,
+    height: u32,
+    index: u64,
+    size: u64,
+    path: &[Hash],
+    root: &Hash,
+) -> Result<(), MerkleError> {
+    let first_leaf = index.checked_shl(height).filter(|f| f >> height == index);
+    let end = first_leaf.and_then(|f| f.checked_add(1u64.checked_shl(height)?));
+    let (Some(first_leaf), Some(end)) = (first_leaf, end) else {
+        return Err(MerkleError::IndexOutOfRange { index, size });
+    };
+    if end > size {
+        return Err(MerkleError::IndexOutOfRange {
+            index: first_leaf,
+            size,
+        });
+    }
+    let expected = inclusion_len(first_leaf, size) - height as usize;
+    let computed = climb(*node, index, (size - 1) >> height, path, expected)?;
+    if computed != *root {
+        return Err(MerkleError::RootMismatch {
+            expected: *root,
+            computed,
+        });
+    }
+    Ok(())
+}
+
+/// RFC 9162 §2.1.3.2 step 4 from `r` at position `fn_` of last position
+/// `sn`, over `proof` (of `expected` hashes); the root it gives.
+fn climb(
+    mut r: Hash,
+    mut fn_: u64,
+    mut sn: u64,
+    proof: &[Hash],
+    expected: usize,
+) -> Result<Hash, MerkleError> {
     // Step 4.
     for p in proof {
         if sn == 0 {
             return Err(MerkleError::ProofTooLong {
-                expected: inclusion_len(index, size),
+                expected,
                 actual: proof.len(),
             });
         }
@@ -493,17 +600,11 @@ pub fn verify_inclusion(
     // Step 5.
     if sn != 0 {
         return Err(MerkleError::ProofTooShort {
-            expected: inclusion_len(index, size),
+            expected,
             actual: proof.len(),
         });
     }
-    if r != *root {
-        return Err(MerkleError::RootMismatch {
-            expected: *root,
-            computed: r,
-        });
-    }
-    Ok(())
+    Ok(r)
 }
 
 /// Verifies that the tree of `old_size` leaves with root `old_root` is a
@@ -650,6 +751,82 @@ mod tests {
                     consistency_proof(&t, old, size).unwrap().len(),
                     consistency_len(old, size)
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn every_complete_subtree_proves_by_the_path_above_it_and_nothing_else_does() {
+        for size in 1..70u64 {
+            let mut t = MemoryTree::new();
+            let leaves: Vec<Hash> = (0..size).map(|i| leaf_hash(&i.to_be_bytes())).collect();
+            for l in &leaves {
+                t.push(*l);
+            }
+            let root = t.root();
+            for height in 0..7u32 {
+                let width = 1u64 << height;
+                for index in 0..size.div_ceil(width) + 1 {
+                    let first = index * width;
+                    let complete = first + width <= size;
+                    let path = if first < size {
+                        inclusion_proof(&t, first, size).unwrap()
+                    } else {
+                        Vec::new()
+                    };
+                    let above = path.get(height as usize..).unwrap_or_default();
+                    if complete {
+                        assert_eq!(
+                            subtree_inclusion_proof(&t, height, index, size).unwrap(),
+                            above
+                        );
+                    } else {
+                        assert!(subtree_inclusion_proof(&t, height, index, size).is_err());
+                    }
+                    let node = if complete {
+                        complete_subtree_root(&leaves[first as usize..(first + width) as usize])
+                    } else {
+                        empty_root()
+                    };
+                    let r = verify_subtree_inclusion(&node, height, index, size, above, &root);
+                    assert_eq!(
+                        r.is_ok(),
+                        complete,
+                        "size {size} height {height} index {index}"
+                    );
+                    if !complete {
+                        continue;
+                    }
+                    // A wrong node, a wrong position or a wrong path does not.
+                    let mut wrong = node;
+                    wrong[0] ^= 1;
+                    assert!(
+                        verify_subtree_inclusion(&wrong, height, index, size, above, &root)
+                            .is_err()
+                    );
+                    if first + 2 * width <= size {
+                        assert!(
+                            verify_subtree_inclusion(&node, height, index + 1, size, above, &root)
+                                .is_err()
+                        );
+                    }
+                    if let Some((last, rest)) = above.split_last() {
+                        assert!(
+                            verify_subtree_inclusion(&node, height, index, size, rest, &root)
+                                .is_err()
+                        );
+                        let mut bent = above.to_vec();
+                        bent[0] = *last;
+                        bent[0][1] ^= 1;
+                        assert!(
+                            verify_subtree_inclusion(&node, height, index, size, &bent, &root)
+                                .is_err()
+                        );
+                    }
+                    if height == 0 {
+                        verify_inclusion(&node, index, size, above, &root).unwrap();
+                    }
+                }
             }
         }
     }

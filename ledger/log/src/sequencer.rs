@@ -233,8 +233,44 @@ struct Inner<M> {
     /// `Some` while this log is a read-only follower of a shared store.
     follower: Mutex<Option<follower::FollowerState>>,
     stopping: std::sync::atomic::AtomicBool,
+    /// The durable length at which a proof that did not verify could not be
+    /// repaired from the event bytes ([`Log::prove_inclusion`]): no second
+    /// rebuild is tried at that length.
+    unrepaired_at: Mutex<Option<u64>>,
+    /// The last signed checkpoint proofs were checked against, as
+    /// `(size, root)`, its signature verified once.
+    verified_head: Mutex<Option<(u64, Hash)>>,
     metrics: Metrics,
     options: LogOptions,
+}
+
+/// Where a proof that does not verify is reported: the store's Merkle tree.
+const MERKLE_TREE: &str = "the stored Merkle tree";
+
+/// An inclusion proof the log checked before returning it
+/// ([`Log::prove_inclusion`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProvedInclusion {
+    pub leaf_index: u64,
+    pub tree_size: u64,
+    /// The leaf hash of event `leaf_index`.
+    pub leaf: Hash,
+    /// The root of the tree of `tree_size` events.
+    pub root: Hash,
+    /// RFC 9162 audit path from the leaf's sibling up.
+    pub path: Vec<Hash>,
+}
+
+/// A consistency proof the log checked before returning it
+/// ([`Log::prove_consistency`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProvedConsistency {
+    pub old_size: u64,
+    pub new_size: u64,
+    pub old_root: Hash,
+    pub new_root: Hash,
+    /// RFC 9162 consistency proof.
+    pub path: Vec<Hash>,
 }
 
 /// An open log. Cheap to clone; all clones share one committer. When the
@@ -330,7 +366,14 @@ fn check_open<M: StateMachine>(dir: &Path, store: &dyn Store) -> Result<CheckedO
             "the ledger key is missing from a data directory that holds a ledger",
         ));
     }
-    let ledger_key = keys::read_key_file(&key_path)?;
+    let ledger_key = keys::read_key_file(&key_path).map_err(|e| match e {
+        // The file is there but does not parse: damage at rest, not input.
+        LogError::Malformed { detail, .. } => LogError::corrupt(
+            "keys/ledger.key",
+            format!("the ledger key file is damaged (it does not parse: {detail}); restore it from a backup"),
+        ),
+        other => other,
+    })?;
     if hex::encode(ledger_key.verifying_key().to_bytes()) != config.ledger_public_key {
         return Err(LogError::corrupt(
             "keys/ledger.key",
@@ -603,6 +646,8 @@ impl<M: StateMachine> Log<M> {
             scrub: Mutex::new(None),
             follower: Mutex::new(None),
             stopping: std::sync::atomic::AtomicBool::new(false),
+            unrepaired_at: Mutex::new(None),
+            verified_head: Mutex::new(None),
             metrics: Metrics::default(),
             options,
         });
@@ -924,14 +969,47 @@ impl<M: StateMachine> Log<M> {
         Ok((cp, note))
     }
 
-    /// RFC 9162 root of the first `size` events.
+    /// RFC 9162 root of the first `size` events, proved against the signed
+    /// checkpoint of the head before it is returned (see
+    /// [`Log::prove_inclusion`]).
     pub fn root_at(&self, size: u64) -> Result<Hash> {
         self.check_size(size)?;
-        Ok(merkle::root_at(self.inner.store.as_ref(), size)?)
+        self.proved(
+            MERKLE_TREE,
+            &format!("the root of the tree of {size} events"),
+            || {
+                let root = merkle::root_at(self.inner.store.as_ref(), size)?;
+                Ok(match self.disagreement_with_head(size, &root)? {
+                    None => Ok(root),
+                    Some(why) => Err(why),
+                })
+            },
+        )
     }
 
-    /// Inclusion proof of leaf `index` in the tree of `size` leaves.
+    /// Inclusion proof of leaf `index` in the tree of `size` leaves (the
+    /// audit path of [`Log::prove_inclusion`]).
     pub fn inclusion_proof(&self, index: u64, size: u64) -> Result<Vec<Hash>> {
+        Ok(self.prove_inclusion(index, size)?.path)
+    }
+
+    /// Consistency proof between tree sizes (the path of
+    /// [`Log::prove_consistency`]).
+    pub fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<Vec<Hash>> {
+        Ok(self.prove_consistency(old_size, new_size)?.path)
+    }
+
+    /// The inclusion proof of leaf `index` in the tree of `size` leaves,
+    /// with the leaf hash and the root it proves, all read from the store's
+    /// Merkle tree (a derived copy of the event bytes) and **checked before
+    /// they are returned**: the path must lead from the leaf to the root, and
+    /// the root must be the signed checkpoint's at the head (or consistent
+    /// with it, by a consistency proof checked here too). When they do not
+    /// verify, the store's derived tree is rebuilt from the event bytes if
+    /// those give the anchored root ([`Store::rebuild_derived_tree`], named
+    /// in a warning) and the proof is made again; otherwise the answer is
+    /// [`LogError::Corrupt`] and no proof is served.
+    pub fn prove_inclusion(&self, index: u64, size: u64) -> Result<ProvedInclusion> {
         self.check_size(size)?;
         if index >= size {
             return Err(LogError::Invalid {
@@ -939,15 +1017,36 @@ impl<M: StateMachine> Log<M> {
                 violations: vec![format!("leaf index {index} is not below tree size {size}")],
             });
         }
-        Ok(merkle::inclusion_proof(
-            self.inner.store.as_ref(),
-            index,
-            size,
-        )?)
+        let what = format!("the inclusion proof of event {index} in the tree of {size} events");
+        self.proved(MERKLE_TREE, &what, || {
+            let store = self.inner.store.as_ref();
+            let leaf = merkle::NodeSource::node(store, 0, index)?;
+            let path = merkle::inclusion_proof(store, index, size)?;
+            let root = merkle::root_at(store, size)?;
+            if let Err(e) = merkle::verify_inclusion(&leaf, index, size, &path, &root) {
+                return Ok(Err(format!(
+                    "the path from the stored leaf does not give the stored root: {e}"
+                )));
+            }
+            Ok(match self.disagreement_with_head(size, &root)? {
+                None => Ok(ProvedInclusion {
+                    leaf_index: index,
+                    tree_size: size,
+                    leaf,
+                    root,
+                    path,
+                }),
+                Some(why) => Err(why),
+            })
+        })
     }
 
-    /// Consistency proof between tree sizes.
-    pub fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<Vec<Hash>> {
+    /// The consistency proof between the trees of `old_size` and `new_size`
+    /// leaves with both roots, checked before it is returned as
+    /// [`Log::prove_inclusion`] checks its proof: the proof must join the
+    /// two roots, and the new root must be (or be consistent with) the
+    /// signed checkpoint of the head.
+    pub fn prove_consistency(&self, old_size: u64, new_size: u64) -> Result<ProvedConsistency> {
         self.check_size(new_size)?;
         if old_size > new_size {
             return Err(LogError::Invalid {
@@ -955,11 +1054,261 @@ impl<M: StateMachine> Log<M> {
                 violations: vec![format!("old size {old_size} is above new size {new_size}")],
             });
         }
-        Ok(merkle::consistency_proof(
-            self.inner.store.as_ref(),
-            old_size,
-            new_size,
-        )?)
+        let what = format!("the consistency proof from {old_size} to {new_size} events");
+        self.proved(MERKLE_TREE, &what, || {
+            let store = self.inner.store.as_ref();
+            let path = merkle::consistency_proof(store, old_size, new_size)?;
+            let old_root = merkle::root_at(store, old_size)?;
+            let new_root = merkle::root_at(store, new_size)?;
+            if let Err(e) =
+                merkle::verify_consistency(old_size, new_size, &old_root, &new_root, &path)
+            {
+                return Ok(Err(format!(
+                    "the proof does not join the stored roots: {e}"
+                )));
+            }
+            Ok(match self.disagreement_with_head(new_size, &new_root)? {
+                None => Ok(ProvedConsistency {
+                    old_size,
+                    new_size,
+                    old_root,
+                    new_root,
+                    path,
+                }),
+                Some(why) => Err(why),
+            })
+        })
+    }
+
+    /// `count` consecutive complete Merkle nodes at tree `level` from index
+    /// `first` (level 0: leaf hashes; level 8·L: the hashes of a C2SP hash
+    /// tile of level L), read from the store and **proved before they are
+    /// returned**: split into aligned complete subtrees, each subtree's root
+    /// must verify against the signed checkpoint of the head by the audit
+    /// path above it. When they do not, the derived tree is rebuilt from the
+    /// event bytes once (see [`Log::prove_inclusion`]); what still does not
+    /// verify is [`LogError::Corrupt`].
+    pub fn proved_nodes(&self, level: u8, first: u64, count: u64) -> Result<Vec<Hash>> {
+        self.check_complete_nodes(level, first, count)?;
+        let what = format!(
+            "the stored Merkle nodes {first}..{} at level {level}",
+            first + count
+        );
+        self.proved(MERKLE_TREE, &what, || {
+            let store = self.inner.store.as_ref();
+            let nodes = if level == 0 {
+                let leaves = store.leaf_hashes(first, first + count)?;
+                if leaves.len() as u64 != count
+                    || leaves
+                        .iter()
+                        .zip(first..)
+                        .any(|((seq, _), want)| *seq != want)
+                {
+                    return Ok(Err("some are missing from the store".into()));
+                }
+                leaves.into_iter().map(|(_, h)| h).collect()
+            } else {
+                (first..first + count)
+                    .map(|i| merkle::NodeSource::node(store, level, i))
+                    .collect::<std::result::Result<Vec<_>, _>>()?
+            };
+            Ok(
+                match self.nodes_disagreement_with_head(level, first, &nodes)? {
+                    None => Ok(nodes),
+                    Some(why) => Err(why),
+                },
+            )
+        })
+    }
+
+    /// Events `first..first + count` as stored, **proved before they are
+    /// returned**: their leaf hashes, computed from the bytes, must verify
+    /// against the signed checkpoint of the head as [`Log::proved_nodes`]
+    /// checks nodes (so neither the stored leaf hashes nor any other
+    /// derived file is trusted for them). Damaged events are
+    /// [`LogError::Corrupt`] naming the range.
+    pub fn proved_events(&self, first: u64, count: u64) -> Result<Vec<(u64, Vec<u8>)>> {
+        self.check_complete_nodes(0, first, count)?;
+        let end = first + count;
+        let what = format!("the leaves of events {first}..{end}, hashed from their bytes,");
+        self.proved(&format!("events {first}..{end}"), &what, || {
+            let events = self.inner.store.event_range(first, end)?;
+            if events.len() as u64 != count
+                || events
+                    .iter()
+                    .zip(first..)
+                    .any(|((seq, _), want)| *seq != want)
+            {
+                return Ok(Err("some are missing from the store".into()));
+            }
+            let leaves: Vec<Hash> = events.iter().map(|(_, b)| merkle::leaf_hash(b)).collect();
+            Ok(
+                match self.nodes_disagreement_with_head(0, first, &leaves)? {
+                    None => Ok(events),
+                    Some(why) => Err(why),
+                },
+            )
+        })
+    }
+
+    /// `count` nodes at tree `level` from `first` are complete nodes of the
+    /// durable tree (else [`LogError::NotFound`]).
+    fn check_complete_nodes(&self, level: u8, first: u64, count: u64) -> Result<()> {
+        let end_leaf = first
+            .checked_add(count)
+            .and_then(|end| end.checked_mul(1u64.checked_shl(u32::from(level))?));
+        match end_leaf {
+            Some(end) if end <= self.len() => Ok(()),
+            _ => Err(LogError::NotFound {
+                what: format!(
+                    "Merkle nodes {first}..{} at level {level} (the log has {} events)",
+                    first.saturating_add(count),
+                    self.len()
+                ),
+            }),
+        }
+    }
+
+    /// Why `nodes` (consecutive complete nodes at tree `level` from index
+    /// `first`) are not nodes of the tree the ledger signed at its head, or
+    /// `None` when every aligned complete subtree they make up verifies
+    /// against that checkpoint by the stored audit path above it.
+    fn nodes_disagreement_with_head(
+        &self,
+        level: u8,
+        first: u64,
+        nodes: &[Hash],
+    ) -> Result<Option<String>> {
+        let head = self.len();
+        if head == 0 {
+            return Ok((!nodes.is_empty()).then(|| "the log is empty".into()));
+        }
+        let (signed_size, signed_root) = self.signed_head(head)?;
+        let store = self.inner.store.as_ref();
+        let mut at = 0usize;
+        while at < nodes.len() {
+            let index = first + at as u64;
+            // The largest aligned run of 2^k nodes from `index` within `nodes`.
+            let mut k = 0u32;
+            while k < 62
+                && index.is_multiple_of(1u64 << (k + 1))
+                && at + (1usize << (k + 1)) <= nodes.len()
+            {
+                k += 1;
+            }
+            let run = &nodes[at..at + (1usize << k)];
+            let height = u32::from(level) + k;
+            let path = merkle::subtree_inclusion_proof(store, height, index >> k, signed_size)?;
+            let root = merkle::complete_subtree_root(run);
+            if let Err(e) = merkle::verify_subtree_inclusion(
+                &root,
+                height,
+                index >> k,
+                signed_size,
+                &path,
+                &signed_root,
+            ) {
+                return Ok(Some(format!(
+                    "nodes {index}..{} at level {level} are not in the signed checkpoint's tree of {signed_size}: {e}",
+                    index + run.len() as u64,
+                )));
+            }
+            at += run.len();
+        }
+        Ok(None)
+    }
+
+    /// The size and root of the signed checkpoint at `head` (a commit
+    /// boundary), its signature verified the first time it is asked for.
+    fn signed_head(&self, head: u64) -> Result<(u64, Hash)> {
+        if let Some((size, root)) = *lock(&self.inner.verified_head)
+            && size == head
+        {
+            return Ok((size, root));
+        }
+        let (signed, _) = self.checkpoint_at(head)?;
+        *lock(&self.inner.verified_head) = Some((signed.size, signed.root));
+        Ok((signed.size, signed.root))
+    }
+
+    /// Why `root`, read from the store for the tree of `size` leaves, is not
+    /// the tree the ledger signed, or `None` when it is: equal to the root
+    /// of the signed checkpoint at the head, or joined to it by a
+    /// consistency proof that verifies.
+    fn disagreement_with_head(&self, size: u64, root: &Hash) -> Result<Option<String>> {
+        let head = self.len();
+        if head == 0 {
+            return Ok(
+                (*root != merkle::empty_root()).then(|| "the empty tree's root differs".into())
+            );
+        }
+        let (signed_size, signed_root) = self.signed_head(head)?;
+        if size == signed_size {
+            return Ok((*root != signed_root).then(|| {
+                format!(
+                    "the stored root {} is not the signed checkpoint's {}",
+                    hex::encode(root),
+                    hex::encode(signed_root)
+                )
+            }));
+        }
+        let path = merkle::consistency_proof(self.inner.store.as_ref(), size, signed_size)?;
+        Ok(
+            merkle::verify_consistency(size, signed_size, root, &signed_root, &path)
+                .err()
+                .map(|e| {
+                    format!(
+                        "the stored tree of {size} events is not a prefix of the signed checkpoint's tree of {signed_size}: {e}"
+                    )
+                }),
+        )
+    }
+
+    /// Runs `attempt` (a proof made from the store and checked: `Ok(Err(why))`
+    /// when it does not verify). On a failed check the derived tree is
+    /// rebuilt from the event bytes once, if they give the anchored root,
+    /// and the attempt is made again; what still does not verify is damage.
+    fn proved<T>(
+        &self,
+        location: &str,
+        what: &str,
+        attempt: impl Fn() -> Result<std::result::Result<T, String>>,
+    ) -> Result<T> {
+        let why = match attempt()? {
+            Ok(proved) => return Ok(proved),
+            Err(why) => why,
+        };
+        let len = self.len();
+        let mut repaired = None;
+        if !self.is_follower() && *lock(&self.inner.unrepaired_at) != Some(len) {
+            repaired = crate::verify::repair_derived_tree(
+                self.inner.store.as_ref(),
+                &self.note_verifier()?,
+            )?;
+            if repaired.is_none() {
+                *lock(&self.inner.unrepaired_at) = Some(len);
+            }
+        }
+        if let Some(files) = repaired
+            && let Ok(proved) = attempt()?
+        {
+            if !files.is_empty() {
+                tracing::warn!(
+                    "{what} did not verify ({why}); the event bytes give the anchored root, \
+                     so {} were rewritten from them",
+                    files.join(", ")
+                );
+            }
+            return Ok(proved);
+        }
+        Err(LogError::corrupt(
+            location,
+            format!(
+                "{what} does not verify against the ledger's signed checkpoint ({why}), and \
+                 the event bytes do not give a tree that repairs it; nothing is served \
+                 (`docket replay --verify` names the damage)"
+            ),
+        ))
     }
 
     /// Leaf hash of event `seq` as stored.

@@ -212,6 +212,16 @@ pub trait Store: NodeSource + Send + Sync {
         let _ = (size, root);
         Ok(None)
     }
+    /// What the store can tell about why it holds fewer events than a
+    /// signed checkpoint says it should (`expected`), in a sentence naming
+    /// its files (the tile store: a commit log that accounts for fewer
+    /// events than the entry bundles hold, or the bundle where the events
+    /// end). Called only when the open refuses for that reason (it may read
+    /// the whole store). `None`: nothing to add (the default).
+    fn explain_shortfall(&self, expected: u64) -> Result<Option<String>> {
+        let _ = expected;
+        Ok(None)
+    }
 }
 
 /// What [`Store::salvage_range`] read: the events that could be read, and
@@ -1460,6 +1470,9 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     fn rebuild_derived_tree(&self, size: u64, root: &Hash) -> Result<Option<Vec<String>>> {
         (**self).rebuild_derived_tree(size, root)
+    }
+    fn explain_shortfall(&self, expected: u64) -> Result<Option<String>> {
+        (**self).explain_shortfall(expected)
     }
 }
 

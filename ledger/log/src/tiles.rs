@@ -3226,6 +3226,26 @@ impl Store for TileStore {
         self.structure_report(keep_going).map(Some)
     }
 
+    fn explain_shortfall(&self, expected: u64) -> Result<Option<String>> {
+        let (held, _, _) = self.salvaged_length()?;
+        let view = self.read_view().clone();
+        Ok(Some(if held > view.len {
+            format!(
+                "tiles/commits accounts for {} events (its intact records end at byte {}) \
+                 but the entry bundles hold {held} in a row: the commit log was cut short or \
+                 damaged (`docket recover` reads past it)",
+                view.len, view.commits_end
+            )
+        } else if held < expected {
+            format!(
+                "the entry bundles hold {held} events in a row: tiles/{} is missing, cut short \
+                 or damaged",
+                bundle_path(held / TILE_WIDTH)
+            )
+        } else {
+            return Ok(None);
+        }))
+    }
     fn rebuild_derived_tree(&self, size: u64, root: &Hash) -> Result<Option<Vec<String>>> {
         self.rebuild_hash_tiles(size, root)
     }

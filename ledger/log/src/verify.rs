@@ -1196,11 +1196,16 @@ fn open_check_once<M: StateMachine>(
         )
     })?;
     if anchor.size > len {
+        let why = match store.explain_shortfall(anchor.size) {
+            Ok(Some(why)) => format!("; {why}"),
+            Ok(None) => String::new(),
+            Err(e) => format!("; reading the store further to say why failed: {e}"),
+        };
         return Err(LogError::corrupt(
             format!("event {len}"),
             format!(
                 "the log holds {len} events but the ledger signed a checkpoint of size {}: \
-                 events {len}..{} are missing (expected at least {} events, found {len})",
+                 events {len}..{} are missing (expected at least {} events, found {len}){why}",
                 anchor.size, anchor.size, anchor.size
             ),
         ));

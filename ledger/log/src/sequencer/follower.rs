@@ -136,6 +136,8 @@ impl<M: StateMachine> Log<M> {
                 reason: "this node is a read-only follower; writes go to the sequencer".into(),
             })),
             stopping: std::sync::atomic::AtomicBool::new(false),
+            unrepaired_at: Mutex::new(None),
+            verified_head: Mutex::new(None),
             metrics: Metrics::default(),
             options,
         });

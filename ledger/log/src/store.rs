@@ -839,6 +839,91 @@ impl Store for SledStore {
     fn put_anchor(&self, note: &str) -> Result<()> {
         self.anchor.write(note)
     }
+
+    /// [`Store::rebuild_derived_tree`]: every Merkle node recomputed from
+    /// the event bytes, and, only if they give `root` at `size`, each stored
+    /// node that differs (or is missing) written again in one synced batch
+    /// (and in the in-memory upper levels). Reads every event: it runs only
+    /// when a check found the stored tree disagreeing with the bytes.
+    fn rebuild_derived_tree(&self, size: u64, root: &Hash) -> Result<Option<Vec<String>>> {
+        let len = self.len()?;
+        if size > len {
+            return Ok(None);
+        }
+        let mut frontier = crate::merkle::Frontier::new();
+        let mut root_at_size = (size == 0).then(crate::merkle::empty_root);
+        let mut differing: Vec<(u8, u64, Hash)> = Vec::new();
+        const CHUNK: u64 = 4096;
+        for from in (0..len).step_by(CHUNK as usize) {
+            let to = (from + CHUNK).min(len);
+            let events = self.event_range(from, to)?;
+            if events.len() as u64 != to - from
+                || events
+                    .iter()
+                    .zip(from..)
+                    .any(|((seq, _), want)| *seq != want)
+            {
+                // Events are missing: they, not the derived tree, are the
+                // damage, and nothing is rewritten.
+                return Ok(None);
+            }
+            for (_, bytes) in &events {
+                for (level, index, hash) in frontier.push(crate::merkle::leaf_hash(bytes)) {
+                    if NodeSource::node(self, level, index).ok() != Some(hash) {
+                        differing.push((level, index, hash));
+                    }
+                }
+                if frontier.size() == size {
+                    root_at_size = Some(frontier.root());
+                }
+            }
+        }
+        if root_at_size.as_ref() != Some(root) {
+            return Ok(None);
+        }
+        if differing.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let mut batch = sled::Batch::default();
+        for (level, index, hash) in &differing {
+            batch.insert(&node_key(*level, *index)[..], &hash[..]);
+        }
+        sled_guarded("rewriting Merkle nodes", || {
+            self.tree
+                .apply_batch(batch)
+                .map_err(|e| LogError::store("rewriting Merkle nodes", e))?;
+            self.sync()
+        })?;
+        {
+            let mut upper = self
+                .upper
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (level, index, hash) in &differing {
+                let slot = level
+                    .checked_sub(CACHED_FROM_LEVEL)
+                    .and_then(|l| upper.levels.get_mut(usize::from(l)))
+                    .and_then(|nodes| nodes.get_mut(usize::try_from(*index).ok()?));
+                if let Some(slot) = slot {
+                    *slot = *hash;
+                }
+            }
+        }
+        let named: Vec<String> = differing
+            .iter()
+            .take(8)
+            .map(|(level, index, _)| format!("log/ Merkle node ({level}, {index})"))
+            .chain(
+                (differing.len() > 8)
+                    .then(|| format!("{} more log/ Merkle nodes", differing.len() - 8)),
+            )
+            .collect();
+        tracing::warn!(
+            "sled store: {} differed from the event bytes, which give the signed root; rewritten from them",
+            named.join(", ")
+        );
+        Ok(Some(named))
+    }
 }
 
 /// The events of the commit an anchor slot's checkpoint covers, kept in the

@@ -856,6 +856,62 @@ fn given_a_damaged_hash_tile_in_the_open_tail_when_opened_then_it_is_rebuilt_fro
 }
 
 #[test]
+fn given_a_damaged_merkle_node_in_a_sled_ledger_when_opened_then_it_is_rebuilt_from_the_event_bytes()
+ {
+    // (level, index): a leaf hash in the open's tail, and a node of the
+    // upper levels kept in memory (the root's left child at 600 events).
+    for (level, index) in [(0u8, 77u64), (9, 0)] {
+        // Given a closed sled ledger of 600 events with one stored Merkle
+        // node (a derived copy of the event bytes) overwritten,
+        let dir = closed_log(Layout::Sled, 600);
+        let key = |level: u8, index: u64| {
+            let mut k = vec![b'n', level];
+            k.extend_from_slice(&index.to_be_bytes());
+            k
+        };
+        let before = {
+            let store = SledStore::open(dir.path()).unwrap();
+            let before = store
+                .raw_tree()
+                .get(key(level, index))
+                .unwrap()
+                .unwrap()
+                .to_vec();
+            store
+                .raw_tree()
+                .insert(key(level, index), vec![0xAB; 32])
+                .unwrap();
+            store.sync().unwrap();
+            before
+        };
+        // when it opens, then the node is rewritten from the event bytes
+        // (they give the anchored root) and a warning names it,
+        let log = open(dir.path()).unwrap_or_else(|e| panic!("({level}, {index}): {e}"));
+        let warnings = log.open_report().warnings.join("\n");
+        assert!(
+            warnings.contains(&format!("Merkle node ({level}, {index})")),
+            "({level}, {index}): {warnings}"
+        );
+        let (cp, _) = log.checkpoint().unwrap().unwrap();
+        let p = log.prove_inclusion(77, cp.size).unwrap();
+        merkle::verify_inclusion(&p.leaf, 77, cp.size, &p.path, &cp.root).unwrap();
+        // and the ledger serves and verifies clean.
+        log.append(set("y", "1", &author(2))).unwrap();
+        close_and_verify(log, dir.path(), 601);
+        let store = SledStore::open(dir.path()).unwrap();
+        assert_eq!(
+            store
+                .raw_tree()
+                .get(key(level, index))
+                .unwrap()
+                .unwrap()
+                .to_vec(),
+            before
+        );
+    }
+}
+
+#[test]
 fn given_a_damaged_event_when_opened_then_no_derived_file_is_rewritten_from_it() {
     // Given a closed ledger whose event 300 is rewritten in its bundle,
     let dir = closed_log(Layout::Tiles, 600);

@@ -224,6 +224,82 @@ pub trait Store: NodeSource + Send + Sync {
     }
 }
 
+/// For [`Store::rebuild_derived_tree`] of a store that keeps every
+/// complete Merkle node (sled, PostgreSQL): the nodes the event bytes of
+/// `store` give that its stored copies lack or differ from, as `(level,
+/// index, hash)`; `None` when the bytes do not give `root` at `size` (or
+/// events are missing): then the events are the damage and nothing may be
+/// rewritten. `stored(level, from, to)` reads the stored nodes of one level
+/// in an index range (those present, in order). Reads every event.
+pub fn derived_tree_differences(
+    store: &dyn Store,
+    size: u64,
+    root: &Hash,
+    stored: &dyn Fn(u8, u64, u64) -> Result<Vec<(u64, Hash)>>,
+) -> Result<Option<Vec<(u8, u64, Hash)>>> {
+    const CHUNK: u64 = 4096;
+    let len = store.len()?;
+    if size > len {
+        return Ok(None);
+    }
+    let mut frontier = crate::merkle::Frontier::new();
+    let mut root_at_size = (size == 0).then(crate::merkle::empty_root);
+    let mut differing = Vec::new();
+    for from in (0..len).step_by(CHUNK as usize) {
+        let to = (from + CHUNK).min(len);
+        let events = store.event_range(from, to)?;
+        if events.len() as u64 != to - from
+            || events
+                .iter()
+                .zip(from..)
+                .any(|((seq, _), want)| *seq != want)
+        {
+            return Ok(None);
+        }
+        // The nodes these events complete, by level (indices ascending).
+        let mut by_level: Vec<Vec<(u64, Hash)>> = Vec::new();
+        for (_, bytes) in &events {
+            for (level, index, hash) in frontier.push(crate::merkle::leaf_hash(bytes)) {
+                let level = usize::from(level);
+                if by_level.len() <= level {
+                    by_level.resize_with(level + 1, Vec::new);
+                }
+                by_level[level].push((index, hash));
+            }
+            if frontier.size() == size {
+                root_at_size = Some(frontier.root());
+            }
+        }
+        for (level, nodes) in by_level.iter().enumerate() {
+            let (Some(first), Some(last)) = (nodes.first(), nodes.last()) else {
+                continue;
+            };
+            // Invariant: a Merkle level is below 64.
+            let level = u8::try_from(level).unwrap_or(u8::MAX);
+            let present: std::collections::HashMap<u64, Hash> =
+                stored(level, first.0, last.0 + 1)?.into_iter().collect();
+            differing.extend(
+                nodes
+                    .iter()
+                    .filter(|(index, hash)| present.get(index) != Some(hash))
+                    .map(|(index, hash)| (level, *index, *hash)),
+            );
+        }
+    }
+    Ok((root_at_size.as_ref() == Some(root)).then_some(differing))
+}
+
+/// How a store that keeps Merkle nodes names those it rewrote: the first
+/// eight as `{place} Merkle node (level, index)`, then how many more.
+pub fn name_nodes(place: &str, nodes: &[(u8, u64, Hash)]) -> Vec<String> {
+    nodes
+        .iter()
+        .take(8)
+        .map(|(level, index, _)| format!("{place} Merkle node ({level}, {index})"))
+        .chain((nodes.len() > 8).then(|| format!("{} more {place} Merkle nodes", nodes.len() - 8)))
+        .collect()
+}
+
 /// What [`Store::salvage_range`] read: the events that could be read, and
 /// `(seq, where, what)` for each that could not.
 pub type SalvagedRange = (Vec<(u64, Vec<u8>)>, Vec<(u64, String, String)>);
@@ -846,41 +922,24 @@ impl Store for SledStore {
     /// (and in the in-memory upper levels). Reads every event: it runs only
     /// when a check found the stored tree disagreeing with the bytes.
     fn rebuild_derived_tree(&self, size: u64, root: &Hash) -> Result<Option<Vec<String>>> {
-        let len = self.len()?;
-        if size > len {
-            return Ok(None);
-        }
-        let mut frontier = crate::merkle::Frontier::new();
-        let mut root_at_size = (size == 0).then(crate::merkle::empty_root);
-        let mut differing: Vec<(u8, u64, Hash)> = Vec::new();
-        const CHUNK: u64 = 4096;
-        for from in (0..len).step_by(CHUNK as usize) {
-            let to = (from + CHUNK).min(len);
-            let events = self.event_range(from, to)?;
-            if events.len() as u64 != to - from
-                || events
-                    .iter()
-                    .zip(from..)
-                    .any(|((seq, _), want)| *seq != want)
-            {
-                // Events are missing: they, not the derived tree, are the
-                // damage, and nothing is rewritten.
-                return Ok(None);
-            }
-            for (_, bytes) in &events {
-                for (level, index, hash) in frontier.push(crate::merkle::leaf_hash(bytes)) {
-                    if NodeSource::node(self, level, index).ok() != Some(hash) {
-                        differing.push((level, index, hash));
+        let stored = |level: u8, from: u64, to: u64| -> Result<Vec<(u64, Hash)>> {
+            sled_guarded("scanning Merkle nodes", || {
+                let mut out = Vec::new();
+                for item in self.tree.range(node_key(level, from)..node_key(level, to)) {
+                    let (k, v) = item.map_err(|e| LogError::store("scanning Merkle nodes", e))?;
+                    if let (Ok(index), Ok(h)) = (
+                        seq_from(&k[2..], "Merkle node key"),
+                        <[u8; 32]>::try_from(v.as_ref()),
+                    ) {
+                        out.push((index, h));
                     }
                 }
-                if frontier.size() == size {
-                    root_at_size = Some(frontier.root());
-                }
-            }
-        }
-        if root_at_size.as_ref() != Some(root) {
+                Ok(out)
+            })
+        };
+        let Some(differing) = derived_tree_differences(self, size, root, &stored)? else {
             return Ok(None);
-        }
+        };
         if differing.is_empty() {
             return Ok(Some(Vec::new()));
         }
@@ -909,15 +968,7 @@ impl Store for SledStore {
                 }
             }
         }
-        let named: Vec<String> = differing
-            .iter()
-            .take(8)
-            .map(|(level, index, _)| format!("log/ Merkle node ({level}, {index})"))
-            .chain(
-                (differing.len() > 8)
-                    .then(|| format!("{} more log/ Merkle nodes", differing.len() - 8)),
-            )
-            .collect();
+        let named = name_nodes("log/", &differing);
         tracing::warn!(
             "sled store: {} differed from the event bytes, which give the signed root; rewritten from them",
             named.join(", ")

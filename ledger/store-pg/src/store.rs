@@ -823,6 +823,80 @@ impl Store for PgStore {
             .map(|r| r.get(0)))
     }
 
+    /// [`Store::rebuild_derived_tree`]: every Merkle node recomputed from
+    /// the event bytes, and, only if they give `root` at `size`, each row
+    /// of `docket_nodes` that differs (or is missing) written again in one
+    /// fenced transaction (and in the cache of upper levels). Needs the
+    /// sequencer lease; reads every event.
+    fn rebuild_derived_tree(
+        &self,
+        size: u64,
+        root: &Hash,
+    ) -> Result<Option<Vec<String>>, LogError> {
+        let stored = |level: u8, from: u64, to: u64| -> Result<Vec<(u64, Hash)>, LogError> {
+            let (level, from, to) = (
+                i16::from(level),
+                to_i64(from, "Merkle node index")?,
+                to_i64(to, "Merkle node index")?,
+            );
+            self.read(
+                |_, c| {
+                    c.query(
+                        "SELECT idx, hash FROM docket_nodes \
+                         WHERE level = $1 AND idx >= $2 AND idx < $3 ORDER BY idx",
+                        &[&level, &from, &to],
+                    )
+                },
+                "reading Merkle nodes",
+            )?
+            .into_iter()
+            .map(|r| {
+                let bytes: Vec<u8> = r.get(1);
+                Ok((
+                    to_u64(r.get(0), "docket_nodes.idx")?,
+                    hash_from(&bytes, "docket_nodes.hash")?,
+                ))
+            })
+            .collect()
+        };
+        let Some(differing) =
+            docket_log::store::derived_tree_differences(self, size, root, &stored)?
+        else {
+            return Ok(None);
+        };
+        if differing.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let rows = differing
+            .iter()
+            .map(|(level, index, hash)| {
+                Ok((
+                    i16::from(*level),
+                    to_i64(*index, "Merkle node index")?,
+                    hash.to_vec(),
+                ))
+            })
+            .collect::<Result<Vec<_>, LogError>>()?;
+        self.fenced("rewriting Merkle nodes", |_, tx| {
+            for (level, index, hash) in &rows {
+                tx.execute(
+                    "INSERT INTO docket_nodes (level, idx, hash) VALUES ($1, $2, $3) \
+                     ON CONFLICT (level, idx) DO UPDATE SET hash = EXCLUDED.hash",
+                    &[level, index, hash],
+                )
+                .map_err(|e| db("rewriting a Merkle node", e))?;
+            }
+            Ok(())
+        })?;
+        self.cache_upper(differing.iter().copied());
+        let named = docket_log::store::name_nodes("docket_nodes:", &differing);
+        tracing::warn!(
+            "PostgreSQL store: {} differed from the event bytes, which give the signed root; rewritten from them",
+            named.join(", ")
+        );
+        Ok(Some(named))
+    }
+
     fn put_anchor(&self, note: &str) -> Result<(), LogError> {
         let size = note_size(note)?;
         // Usually already done: the commit it covers moved the anchor (and

@@ -313,6 +313,39 @@ impl Backend {
         }
     }
 
+    /// Flips one bit of the stored leaf hash of event `seq` (a derived copy
+    /// of its bytes; closed ledger): a hash in the tile store's level-0
+    /// tile, the level-0 Merkle node of sled and PostgreSQL.
+    pub fn damage_leaf_hash(&self, seq: u64) {
+        match self.kind {
+            Kind::Tiles => {
+                let path = self
+                    .path()
+                    .join("tiles")
+                    .join(docket_log::tiles::hash_tile_path(0, seq / 256));
+                let mut bytes = std::fs::read(&path).expect("level-0 tile");
+                bytes[32 * (seq % 256) as usize + 3] ^= 1;
+                std::fs::write(&path, bytes).expect("rewrite");
+            }
+            Kind::Sled => {
+                let store = SledStore::open(self.path()).expect("open sled");
+                let mut k = vec![b'n', 0];
+                k.extend_from_slice(&seq.to_be_bytes());
+                let mut h = store.raw_tree().get(&k).unwrap().expect("leaf").to_vec();
+                h[3] ^= 1;
+                store.raw_tree().insert(k, h).expect("insert");
+                store.sync().expect("sync");
+            }
+            Kind::Postgres => {
+                let n = self.sql(&format!(
+                    "UPDATE docket_nodes SET hash = set_byte(hash, 3, get_byte(hash, 3) # 1) \
+                     WHERE level = 0 AND idx = {seq}"
+                ));
+                assert_eq!(n, 1);
+            }
+        }
+    }
+
     /// Runs one SQL statement on the backend's database.
     pub fn sql(&self, sql: &str) -> u64 {
         let mut c = postgres::Client::connect(self.url(), postgres::NoTls).expect("connect");

@@ -39,7 +39,7 @@ use crate::error::{LogError, Result};
 use crate::event::{EVENT_FORMAT, Event, Statement};
 use crate::keys;
 use crate::machine::{AdmitContext, StateMachine};
-use crate::merkle::{self, Frontier, Hash};
+use crate::merkle::{self, Frontier, Hash, MerkleError};
 use crate::store::{CommitBatch, SledStore, Store};
 use crate::verify::{FindingKind, OpenReport, Opened, Trust};
 
@@ -1274,7 +1274,15 @@ impl<M: StateMachine> Log<M> {
         what: &str,
         attempt: impl Fn() -> Result<std::result::Result<T, String>>,
     ) -> Result<T> {
-        let why = match attempt()? {
+        // A node the signed tree has but the store cannot give (missing,
+        // unreadable) fails the check like a wrong one: it may be rebuilt.
+        let checked = || match attempt() {
+            Err(
+                e @ (LogError::Corrupt { .. } | LogError::Merkle(MerkleError::MissingNode { .. })),
+            ) => Ok(Err(e.to_string())),
+            other => other,
+        };
+        let why = match checked()? {
             Ok(proved) => return Ok(proved),
             Err(why) => why,
         };
@@ -1290,7 +1298,7 @@ impl<M: StateMachine> Log<M> {
             }
         }
         if let Some(files) = repaired {
-            if let Ok(proved) = attempt()? {
+            if let Ok(proved) = checked()? {
                 if !files.is_empty() {
                     tracing::warn!(
                         "{what} did not verify ({why}); the event bytes give the anchored root, \

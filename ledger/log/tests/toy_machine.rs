@@ -968,11 +968,11 @@ fn given_a_damaged_hash_tile_before_the_open_tail_when_the_background_check_find
     }
 }
 
-/// A closed tile-store ledger of `OPEN_TAIL + 904` events (the first
+/// A closed ledger of `OPEN_TAIL + 904` events (the first
 /// level-0 tiles lie before the tail the open re-reads).
-fn closed_log_longer_than_the_open_tail() -> (tempfile::TempDir, u64) {
+fn closed_log_longer_than_the_open_tail(layout: Layout) -> (tempfile::TempDir, u64) {
     let dir = tempfile::tempdir().unwrap();
-    let log = create_with(dir.path(), Layout::Tiles);
+    let log = create_with(dir.path(), layout);
     let a = author(1);
     let n = docket_log::verify::OPEN_TAIL + 904;
     for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
@@ -997,7 +997,7 @@ fn open_without_background_check(dir: &Path) -> docket_log::Result<ToyLog> {
 #[test]
 fn given_a_damaged_hash_tile_the_open_did_not_read_when_a_proof_is_asked_then_the_proof_served_verifies()
  {
-    let (dir, n) = closed_log_longer_than_the_open_tail();
+    let (dir, n) = closed_log_longer_than_the_open_tail(Layout::Tiles);
     for (event, hash) in [(3, 3), (10, 3), (200, 131)] {
         for proof in ["inclusion", "consistency", "root"] {
             // Given hash 3 or 131 of the first level-0 tile (before the
@@ -1036,11 +1036,40 @@ fn given_a_damaged_hash_tile_the_open_did_not_read_when_a_proof_is_asked_then_th
 }
 
 #[test]
+fn given_a_merkle_node_missing_from_a_sled_ledger_where_the_open_does_not_read_when_a_proof_is_asked_then_it_is_rebuilt_first()
+ {
+    // Given a sled ledger longer than the open's tail whose stored leaf
+    // hash of event 5 (a derived copy) was deleted,
+    let (dir, n) = closed_log_longer_than_the_open_tail(Layout::Sled);
+    let key = [&[b'n', 0][..], &5u64.to_be_bytes()].concat();
+    let before = {
+        let store = SledStore::open(dir.path()).unwrap();
+        let before = store.raw_tree().remove(&key).unwrap().unwrap().to_vec();
+        store.sync().unwrap();
+        before
+    };
+    // when a proof that reads it is asked (no background check runs), then
+    // the node is rewritten from the event bytes and the proof verifies
+    // against the signed checkpoint (before: an internal error).
+    let log = open_without_background_check(dir.path()).unwrap();
+    let (cp, _) = log.checkpoint().unwrap().unwrap();
+    assert_eq!(cp.size, n);
+    let p = log.prove_inclusion(4, n).unwrap();
+    merkle::verify_inclusion(&p.leaf, 4, n, &p.path, &cp.root).unwrap();
+    drop(log);
+    let store = SledStore::open(dir.path()).unwrap();
+    assert_eq!(
+        store.raw_tree().get(&key).unwrap().unwrap().to_vec(),
+        before
+    );
+}
+
+#[test]
 fn given_a_damaged_hash_tile_and_damaged_events_under_it_when_a_proof_is_asked_then_none_is_served()
 {
     // Given the first level-0 tile damaged and an event under it too (so
     // the bytes cannot rebuild the tile),
-    let (dir, _) = closed_log_longer_than_the_open_tail();
+    let (dir, _) = closed_log_longer_than_the_open_tail(Layout::Tiles);
     let (tile, _) = damage_leaf_tile(dir.path(), 0, 3);
     tamper::flip(dir.path(), 9);
     let damaged = std::fs::read(&tile).unwrap();

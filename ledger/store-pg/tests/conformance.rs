@@ -334,7 +334,9 @@ fn a_damaged_stored_leaf_hash_is_rebuilt_from_the_event_bytes_and_proofs_verify(
         // Given a closed ledger (past one full tile) whose stored leaf hash
         // of event 3 (derived from its bytes) is damaged,
         let log = b.create();
-        let batch = (0..300).map(|i| set("x", &i.to_string(), &author(1))).collect();
+        let batch = (0..300)
+            .map(|i| set("x", &i.to_string(), &author(1)))
+            .collect();
         for r in log.append_many(batch).unwrap() {
             r.unwrap();
         }

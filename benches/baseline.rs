@@ -8,6 +8,32 @@ use std::time::{Duration, Instant};
 use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
 use rayon::prelude::*;
 
+/// A new embedded ledger in `dir` holding `events` events: its genesis,
+/// then `x-bench` notes signed by its first admin, submitted 2,048 at a
+/// time (pipelined group commits). Left open.
+pub fn ledger_with_events(dir: &std::path::Path, events: u64) -> docket_domain::Ledger {
+    let (ledger, info) = docket_domain::ledger::init(dir, None).expect("init");
+    let admin = docket_domain::keys::read_key_file(&info.admin_key_path).expect("admin key");
+    let mut pending = Vec::new();
+    for i in 1..events {
+        let st = docket_domain::Statement::sign(
+            "x-bench",
+            format!("{{\"n\":{i}}}").into_bytes(),
+            &admin,
+        );
+        pending.push(ledger.submit(vec![st]).expect("submit"));
+        if pending.len() >= 2048 {
+            for rx in pending.drain(..) {
+                rx.recv().expect("reply");
+            }
+        }
+    }
+    for rx in pending.drain(..) {
+        rx.recv().expect("reply");
+    }
+    ledger
+}
+
 /// Signed messages for baselines: `(message, signature, key)`.
 pub fn signed_messages(n: usize) -> Vec<(Vec<u8>, Signature, VerifyingKey)> {
     let key = SigningKey::from_bytes(&[42; 32]);

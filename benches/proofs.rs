@@ -242,25 +242,7 @@ const LEDGER_EVENTS: u64 = 50_000;
 fn checked_against_unchecked() {
     use docket_domain::merkle::root_at;
     let dir = tempfile::tempdir().expect("temp dir");
-    let (ledger, info) = docket_domain::ledger::init(dir.path(), None).expect("init");
-    let admin = docket_domain::keys::read_key_file(&info.admin_key_path).expect("admin key");
-    let mut pending = Vec::new();
-    for i in 1..LEDGER_EVENTS {
-        let st = docket_domain::Statement::sign(
-            "x-bench",
-            format!("{{\"n\":{i}}}").into_bytes(),
-            &admin,
-        );
-        pending.push(ledger.submit(vec![st]).expect("submit"));
-        if pending.len() >= 2048 {
-            for rx in pending.drain(..) {
-                rx.recv().expect("reply");
-            }
-        }
-    }
-    for rx in pending.drain(..) {
-        rx.recv().expect("reply");
-    }
+    let ledger = docket_benches::ledger_with_events(dir.path(), LEDGER_EVENTS);
     let n = ledger.len();
     let store = ledger.store().clone();
     let src = store.as_ref();

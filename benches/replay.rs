@@ -6,29 +6,13 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use docket_benches::{report_ratio, signed_messages, verify_batch_rate};
-use docket_domain::Statement;
-use docket_domain::keys;
 use docket_domain::replay::{self, ReplayOptions};
 
 const EVENTS: u64 = 50_000;
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (ledger, info) = docket_domain::ledger::init(dir.path(), None).expect("init");
-    let admin = keys::read_key_file(&info.admin_key_path).expect("admin key");
-    let mut pending = Vec::new();
-    for i in 1..EVENTS {
-        let st = Statement::sign("x-bench", format!("{{\"n\":{i}}}").into_bytes(), &admin);
-        pending.push(ledger.submit(vec![st]).expect("submit"));
-        if pending.len() >= 2048 {
-            for rx in pending.drain(..) {
-                rx.recv().expect("reply");
-            }
-        }
-    }
-    for rx in pending.drain(..) {
-        rx.recv().expect("reply");
-    }
+    let ledger = docket_benches::ledger_with_events(dir.path(), EVENTS);
     ledger.close().expect("close");
     let verifier = ledger.note_verifier().expect("verifier");
     let store = ledger.store().clone();

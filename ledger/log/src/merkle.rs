@@ -361,23 +361,8 @@ pub fn inclusion_proof(
     index: u64,
     size: u64,
 ) -> Result<Vec<Hash>, MerkleError> {
-    if index >= size {
-        return Err(MerkleError::IndexOutOfRange { index, size });
-    }
-    let mut path = Vec::with_capacity(64);
-    let (mut lo, mut hi) = (0u64, size);
-    while hi - lo > 1 {
-        let mid = lo + split_point(hi - lo);
-        if index < mid {
-            path.push(range_hash(src, mid, hi)?);
-            hi = mid;
-        } else {
-            path.push(range_hash(src, lo, mid)?);
-            lo = mid;
-        }
-    }
-    path.reverse();
-    Ok(path)
+    // A leaf is the complete subtree of height 0.
+    subtree_inclusion_proof(src, 0, index, size)
 }
 
 /// The audit path above the complete subtree of height `height` whose

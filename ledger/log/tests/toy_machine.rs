@@ -930,18 +930,8 @@ fn given_a_damaged_hash_tile_before_the_open_tail_when_the_background_check_find
  {
     // Given a closed ledger whose first level-0 tile (events 0..256, before
     // the tail the open re-reads) is damaged,
-    let dir = tempfile::tempdir().unwrap();
-    let log = create_with(dir.path(), Layout::Tiles);
+    let (dir, n) = closed_log_longer_than_the_open_tail(Layout::Tiles);
     let a = author(1);
-    let n = docket_log::verify::OPEN_TAIL + 904;
-    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
-        let batch = chunk.iter().map(|i| set("x", &i.to_string(), &a)).collect();
-        for r in log.append_many(batch).unwrap() {
-            r.unwrap();
-        }
-    }
-    log.close().unwrap();
-    drop(log);
     for (round, damage) in ["one hash flipped", "cut short"].into_iter().enumerate() {
         let (tile, before) = damage_leaf_tile(dir.path(), 0, 3);
         if damage == "cut short" {

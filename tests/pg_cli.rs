@@ -93,6 +93,25 @@ fn init_append_migrate_both_ways_and_refuse_damage() {
     );
     let cp = ok(&["--data", s(&d), "--store", &db, "checkpoint"], "");
     assert_eq!(cp.lines().nth(1), Some("4"), "{cp}");
+    // The full check and recover read the database with --store too.
+    ok(&["--data", s(&d), "--store", &db, "replay", "--verify"], "");
+    let prefix = d.parent().unwrap().join("prefix-bundle");
+    let out = ok(
+        &[
+            "--json",
+            "--data",
+            s(&d),
+            "--store",
+            &db,
+            "recover",
+            "--out",
+            s(&prefix),
+        ],
+        "",
+    );
+    let plan: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(plan["plan"]["lost"], 0, "{plan}");
+    assert_eq!(plan["plan"]["prefix"], 4, "{plan}");
 
     // To a data directory: verified by replay, the same checkpoint.
     let out = ok(

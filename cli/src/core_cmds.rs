@@ -603,7 +603,11 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
         verify: args.verify,
         as_of: args.as_of,
     };
-    let (mut report, state) = match docket_log::sequencer::open_store_for_verification(&ctx.data) {
+    let opened = match ctx.store.as_deref() {
+        Some(url) => crate::pg_cmds::open_for_reading(&ctx.data, url),
+        None => docket_log::sequencer::open_store_for_verification(&ctx.data).map_err(Into::into),
+    };
+    let (mut report, state) = match opened {
         Ok((store, verifier)) => {
             let len = docket_domain::store::Store::len(&store)?;
             let bar = out.progress(len, "replaying");
@@ -614,7 +618,6 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
             replayed
         }
         Err(e) => {
-            let e = anyhow::Error::from(e);
             // A `docket serve` holds the directory: replay what it serves.
             let Some(url) = crate::served::holder(&ctx.data, &e) else {
                 return Err(e);
@@ -722,7 +725,10 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         )
         .into());
     }
-    let (store, verifier) = docket_log::sequencer::open_store_to_salvage(&ctx.data)?;
+    let (store, verifier) = match ctx.store.as_deref() {
+        Some(url) => crate::pg_cmds::open_for_reading(&ctx.data, url)?,
+        None => docket_log::sequencer::open_store_to_salvage(&ctx.data)?,
+    };
     let key_path = ctx.data.join("keys/ledger.key");
     let ledger_key = match keys::read_key_file(&key_path) {
         Ok(key) => key,
@@ -732,7 +738,7 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
                 exit::HARD_FAIL,
                 format!(
                     "corruption at keys/ledger.key: the ledger key file is damaged (it does not \
-                     parse: {detail}); recover signs its bundle with that key: restore the file \
+                     parse: {detail}); recover needs that key: restore the file \
                      from a backup"
                 ),
             )

@@ -147,6 +147,22 @@ pub fn open_embedded(data: &Path, url: &str) -> Result<Embedded> {
     Ok(Embedded { ledger })
 }
 
+/// The PostgreSQL store at `url`, read-only (no lease), with the checkpoint
+/// verifier of the data directory's `ledger.json`: what `replay` and
+/// `recover` read with `--store URL`.
+pub fn open_for_reading(
+    data: &Path,
+    url: &str,
+) -> Result<(
+    Arc<dyn docket_domain::store::Store>,
+    docket_log::checkpoint::NoteVerifier,
+)> {
+    let (_, verifier) = docket_log::sequencer::read_config(data)?;
+    let store: Arc<dyn docket_domain::store::Store> =
+        Arc::new(PgStore::open(url).map_err(pg_error)?);
+    Ok((store, verifier))
+}
+
 /// `docket serve --store URL`: opens this node's ledger (initialising the
 /// database and the data directory when both are empty). The node
 /// sequences if the lease is free, else it follows and takes over when the

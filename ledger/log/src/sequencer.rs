@@ -884,13 +884,10 @@ impl<M: StateMachine> Log<M> {
                 what: format!("event {seq} (the log has {} events)", self.len()),
             });
         }
-        let bytes =
-            self.inner.store.event_bytes(seq)?.ok_or_else(|| {
-                LogError::corrupt(format!("event {seq}"), "missing from the store")
-            })?;
-        let stored = self.inner.store.leaf_hashes(seq, seq + 1)?;
-        check_read(seq, &bytes, stored.first().map(|(_, h)| h))?;
-        Ok(bytes)
+        self.event_bytes_range(seq, seq + 1)?
+            .pop()
+            .map(|(_, bytes)| bytes)
+            .ok_or_else(|| LogError::corrupt(format!("event {seq}"), "missing from the store"))
     }
 
     /// Durable events `from..to` (clamped), decoded.
@@ -905,20 +902,58 @@ impl<M: StateMachine> Log<M> {
     }
 
     /// The canonical bytes of durable events `from..to` (clamped), each
-    /// checked against its stored leaf hash.
+    /// checked against its stored leaf hash. When one does not match, the
+    /// stored leaves (derived) are rebuilt from the event bytes if those give
+    /// the anchored root (see [`Log::prove_inclusion`]) and the read is made
+    /// again; an event whose bytes still do not match is
+    /// [`LogError::Corrupt`] naming it.
     pub fn event_bytes_range(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>> {
         let to = to.min(self.len());
-        let stored: HashMap<u64, Hash> = self
-            .inner
-            .store
-            .leaf_hashes(from, to)?
-            .into_iter()
-            .collect();
-        let events = self.inner.store.event_range(from, to)?;
-        for (seq, b) in &events {
-            check_read(*seq, b, stored.get(seq))?;
+        if from >= to {
+            return Ok(Vec::new());
         }
-        Ok(events)
+        let read = || -> Result<Vec<(u64, Vec<u8>)>> {
+            let stored: HashMap<u64, Hash> = self
+                .inner
+                .store
+                .leaf_hashes(from, to)?
+                .into_iter()
+                .collect();
+            let events = self.inner.store.event_range(from, to)?;
+            for (want, (seq, b)) in (from..).zip(&events) {
+                if *seq != want {
+                    return Err(LogError::corrupt(
+                        format!("event {want}"),
+                        "missing from the store",
+                    ));
+                }
+                check_read(*seq, b, stored.get(seq))?;
+            }
+            if events.len() as u64 != to - from {
+                return Err(LogError::corrupt(
+                    format!("event {}", from + events.len() as u64),
+                    "missing from the store",
+                ));
+            }
+            Ok(events)
+        };
+        match read() {
+            Err(LogError::Corrupt { location, detail }) => match self.repair_once()? {
+                Some(files) => {
+                    let events = read()?;
+                    if !files.is_empty() {
+                        tracing::warn!(
+                            "reading events {from}..{to}: {location}: {detail}; the event bytes \
+                             give the anchored root, so {} were rewritten from them",
+                            files.join(", ")
+                        );
+                    }
+                    Ok(events)
+                }
+                None => Err(LogError::Corrupt { location, detail }),
+            },
+            other => other,
+        }
     }
 
     /// Blocks until the log has more than `len` events or `timeout` passes;
@@ -1264,6 +1299,24 @@ impl<M: StateMachine> Log<M> {
         )
     }
 
+    /// Rebuilds the store's derived tree from the event bytes, if they give
+    /// the anchored root ([`crate::verify::repair_derived_tree`]): the files
+    /// rewritten, or `None` when the bytes do not give it (the events are
+    /// the damage), on a follower (which writes nothing), or when a rebuild
+    /// already failed at this length (each reads the whole store).
+    fn repair_once(&self) -> Result<Option<Vec<String>>> {
+        let len = self.len();
+        if self.is_follower() || *lock(&self.inner.unrepaired_at) == Some(len) {
+            return Ok(None);
+        }
+        let repaired =
+            crate::verify::repair_derived_tree(self.inner.store.as_ref(), &self.note_verifier()?)?;
+        if repaired.is_none() {
+            *lock(&self.inner.unrepaired_at) = Some(len);
+        }
+        Ok(repaired)
+    }
+
     /// Runs `attempt` (a proof made from the store and checked: `Ok(Err(why))`
     /// when it does not verify). On a failed check the derived tree is
     /// rebuilt from the event bytes once, if they give the anchored root,
@@ -1287,17 +1340,7 @@ impl<M: StateMachine> Log<M> {
             Err(why) => why,
         };
         let len = self.len();
-        let mut repaired = None;
-        if !self.is_follower() && *lock(&self.inner.unrepaired_at) != Some(len) {
-            repaired = crate::verify::repair_derived_tree(
-                self.inner.store.as_ref(),
-                &self.note_verifier()?,
-            )?;
-            if repaired.is_none() {
-                *lock(&self.inner.unrepaired_at) = Some(len);
-            }
-        }
-        if let Some(files) = repaired {
+        if let Some(files) = self.repair_once()? {
             if let Ok(proved) = checked()? {
                 if !files.is_empty() {
                     tracing::warn!(
@@ -1580,6 +1623,9 @@ fn run_scrub<M>(inner: &Inner<M>, upto: u64) {
                 return;
             }
             Ok(None) => return,
+            // Damage the check could not read past (a torn file): it stops
+            // the log as a finding does.
+            Err(e @ LogError::Corrupt { .. }) => break e.to_string(),
             Err(e) => {
                 tracing::warn!("background check of the log stopped: {e}");
                 return;
@@ -1594,7 +1640,7 @@ fn run_scrub<M>(inner: &Inner<M>, upto: u64) {
                     FindingKind::StoredLeaf | FindingKind::Structure
                 );
                 if !(derived && may_repair) {
-                    break finding;
+                    break finding.to_string();
                 }
                 may_repair = false;
                 let repaired = NoteVerifier::new(&inner.origin, inner.ledger_key.verifying_key())
@@ -1606,10 +1652,10 @@ fn run_scrub<M>(inner: &Inner<M>, upto: u64) {
                          so {} were rewritten from them",
                         files.join(", ")
                     ),
-                    Ok(_) => break finding,
+                    Ok(_) => break finding.to_string(),
                     Err(e) => {
                         tracing::warn!("background check: rebuilding the derived tree failed: {e}");
-                        break finding;
+                        break finding.to_string();
                     }
                 }
             }

@@ -1532,6 +1532,8 @@ impl TileStore {
 
         // The last valid commit record whose events are all present.
         let mut record = store.last_record(physical)?;
+        // (first record skipped: its start and length; how many skipped)
+        let mut skipped: Option<(u64, u64, u64)> = None;
         let (log_len, open_bundle, part_bytes) = loop {
             let Some(rec) = record.as_ref() else {
                 break (0, Vec::new(), 0);
@@ -1539,13 +1541,16 @@ impl TileStore {
             if let Some((entries, bytes)) = store.entries_present(rec.log_len)? {
                 break (rec.log_len, entries, bytes);
             }
-            tracing::warn!(
-                "tile store: the commit at {} of tiles/commits names {} events that are not all stored (a commit that never returned, or damage to its files since: the anchor check below decides)",
-                rec.start,
-                rec.log_len
-            );
+            let s = skipped.get_or_insert((rec.start, rec.log_len, 0));
+            s.0 = rec.start;
+            s.2 += 1;
             record = record_ending_at(&store.commits, rec.start, &commits_path)?;
         };
+        if let Some((from, names, count)) = skipped {
+            tracing::warn!(
+                "tile store: the last {count} commit(s) of tiles/commits, from byte {from}, name events up to {names} that are not all stored (commits that never returned, or damage to the entry bundles since: the anchor check below decides)"
+            );
+        }
         let mut view = store.view_at(record.as_ref(), log_len, open_bundle)?;
         let mut part_bytes = part_bytes;
         // The commits the anchor ring carries (small commits, each
@@ -3229,7 +3234,27 @@ impl Store for TileStore {
     fn explain_shortfall(&self, expected: u64) -> Result<Option<String>> {
         let (held, _, _) = self.salvaged_length()?;
         let view = self.read_view().clone();
-        Ok(Some(if held > view.len {
+        // The bundle (full, or the open one's `.part`) where the run of
+        // stored events ends.
+        let ends_in = {
+            let index = held / TILE_WIDTH;
+            if self.part_path(index).exists() {
+                format!("tiles/{}.part", bundle_path(index))
+            } else {
+                format!("tiles/{}", bundle_path(index))
+            }
+        };
+        // An intact commit record after those the store uses: the commit
+        // log goes on, and the events it names are what is missing.
+        let log_goes_on = self.record_at(view.commits_end).is_ok();
+        Ok(Some(if log_goes_on {
+            format!(
+                "tiles/commits goes on past event {} with intact records whose events are not \
+                 all stored: the entry bundles hold {held} events in a row; {ends_in} is missing, \
+                 cut short or damaged",
+                view.len
+            )
+        } else if held > view.len {
             format!(
                 "tiles/commits accounts for {} events (its intact records end at byte {}) \
                  but the entry bundles hold {held} in a row: the commit log was cut short or \
@@ -3238,9 +3263,8 @@ impl Store for TileStore {
             )
         } else if held < expected {
             format!(
-                "the entry bundles hold {held} events in a row: tiles/{} is missing, cut short \
-                 or damaged",
-                bundle_path(held / TILE_WIDTH)
+                "the entry bundles hold {held} events in a row: {ends_in} is missing, cut short \
+                 or damaged"
             )
         } else {
             return Ok(None);

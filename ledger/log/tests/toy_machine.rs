@@ -818,6 +818,30 @@ fn given_old_damage_beyond_the_open_tail_when_opened_then_the_background_check_f
     }
 }
 
+#[test]
+fn given_a_torn_entry_bundle_beyond_the_open_tail_when_the_background_check_reaches_it_then_the_log_fails_stop()
+ {
+    // Given a tile ledger whose first entry bundle (before the open's tail)
+    // is cut in the middle of an entry,
+    let (dir, _) = closed_log_longer_than_the_open_tail(Layout::Tiles);
+    let bundle = dir.path().join("tiles/tile/entries/000");
+    let bytes = std::fs::read(&bundle).unwrap();
+    std::fs::write(&bundle, &bytes[..3000]).unwrap();
+    // when it opens (the tail is intact) and the background check reaches
+    // the tear, then the log stops naming the file and refuses appends.
+    let log = open(dir.path()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while log.failure().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let why = log.failure().expect("the background check stopped the log");
+    assert!(why.contains("tiles/tile/entries/000"), "{why}");
+    assert!(matches!(
+        log.append(set("x", "1", &author(1))),
+        Err(LogError::Closed(_))
+    ));
+}
+
 /// Flips one bit of hash `k` of level-0 hash tile `index` of a closed
 /// tile-store ledger; returns the tile's bytes before.
 fn damage_leaf_tile(dir: &Path, index: u64, k: usize) -> (std::path::PathBuf, Vec<u8>) {

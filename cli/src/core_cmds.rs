@@ -744,6 +744,16 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
             )
             .into());
         }
+        // Gone from a data directory that holds a ledger: damage (exit 5),
+        // as the open reports it.
+        Err(_) if !key_path.exists() => {
+            return Err(CliError::new(
+                exit::HARD_FAIL,
+                "corruption at keys/ledger.key: the ledger key is missing from a data directory \
+                 that holds a ledger; recover needs that key: restore the file from a backup",
+            )
+            .into());
+        }
         // Any other failure worded and coded as for every key file.
         Err(_) => load_key(&key_path)?,
     };

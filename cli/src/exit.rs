@@ -63,6 +63,11 @@ pub fn for_ledger_error(e: &LedgerError) -> u8 {
         | LedgerError::BadSignature { .. }
         | LedgerError::Merkle(_)
         | LedgerError::Note(_) => HARD_FAIL,
+        // A ledger that stopped on damage its background check found: the
+        // damage decides the code, not the stop.
+        LedgerError::Closed(why) if why.starts_with(docket_log::sequencer::DAMAGE_STOP) => {
+            HARD_FAIL
+        }
         _ => UNEXPECTED,
     }
 }
@@ -94,5 +99,21 @@ pub fn for_status(s: &tonic::Status) -> u8 {
         Code::Unauthenticated | Code::DataLoss => HARD_FAIL,
         Code::NotFound => MISSING,
         _ => UNEXPECTED,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ledger_stopped_by_damage_exits_5_and_one_stopped_otherwise_10() {
+        let damage = LedgerError::Closed(format!(
+            "{}seq 100: its bytes do not hash to its stored leaf",
+            docket_log::sequencer::DAMAGE_STOP
+        ));
+        assert_eq!(for_ledger_error(&damage), HARD_FAIL);
+        let storage = LedgerError::Closed("the ledger stopped after a storage error".into());
+        assert_eq!(for_ledger_error(&storage), UNEXPECTED);
     }
 }

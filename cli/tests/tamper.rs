@@ -622,8 +622,13 @@ fn a_ledger_key_file_that_no_longer_parses_is_damage_for_the_open_and_for_recove
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(5), "{err}");
     assert!(err.contains("keys/ledger.key"), "{err}");
-    // and recover, which signs its bundle with that key, says the same.
+    // and recover, which needs that key, says the same; also when the file
+    // is gone.
     let (code, v) = recover(&data, &dir.path().join("bundle"));
+    assert_eq!(code, Some(5), "{v}");
+    assert!(v.to_string().contains("keys/ledger.key"), "{v}");
+    std::fs::remove_file(data.join("keys/ledger.key")).unwrap();
+    let (code, v) = recover(&data, &dir.path().join("bundle2"));
     assert_eq!(code, Some(5), "{v}");
     assert!(v.to_string().contains("keys/ledger.key"), "{v}");
 }

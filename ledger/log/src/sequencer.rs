@@ -1344,8 +1344,8 @@ impl<M: StateMachine> Log<M> {
             if let Ok(proved) = checked()? {
                 if !files.is_empty() {
                     tracing::warn!(
-                        "{what} did not verify ({why}); the event bytes give the anchored root, \
-                         so {} were rewritten from them",
+                        "{what} failed the check against the signed checkpoint ({why}); the \
+                         event bytes give the anchored root, so {} were rewritten from them",
                         files.join(", ")
                     );
                 }
@@ -1359,7 +1359,7 @@ impl<M: StateMachine> Log<M> {
         Err(LogError::corrupt(
             location,
             format!(
-                "{what} does not verify against the ledger's signed checkpoint ({why}), and \
+                "{what} failed the check against the ledger's signed checkpoint ({why}), and \
                  the event bytes do not give a tree that repairs it; nothing is served \
                  (`docket replay --verify` names the damage)"
             ),

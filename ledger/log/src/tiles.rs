@@ -2409,9 +2409,11 @@ impl TileStore {
                     report.damage.push((
                         format!("tiles/{rel}, byte {}", 32 * k),
                         format!(
-                            "hash {k} of this level-{level} hash tile differs from its recomputation \
-                             from level {} (a derived file: the server's background check rewrites it from the events when they give the anchored root)",
-                            level - 1
+                            "hash {k} of this level-{level} hash tile differs from the root of \
+                             tiles/{} below it (one of the two derived files is damaged; the \
+                             server's background check, or any proof through them, rewrites \
+                             them from the events when those give the anchored root)",
+                            hash_tile_path(level - 1, index * TILE_WIDTH + k as u64)
                         ),
                     ));
                 }

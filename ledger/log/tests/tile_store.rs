@@ -1394,6 +1394,13 @@ fn check_structures_reports_damage_to_the_commit_log_and_upper_hash_tiles() {
         .unwrap();
     assert_eq!(report.damage.len(), 1, "{:?}", report.damage);
     assert_eq!(report.damage[0].0, "tiles/tile/1/000, byte 160");
+    // and the level-0 tile it was compared with is named too (either may
+    // be the damaged one).
+    assert!(
+        report.damage[0].1.contains("tiles/tile/0/005"),
+        "{:?}",
+        report.damage
+    );
 
     // when a byte of a statement digest in the commit log is flipped, then
     // its record is named, and a lookup of that statement is an error

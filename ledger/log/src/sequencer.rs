@@ -940,7 +940,10 @@ impl<M: StateMachine> Log<M> {
         match read() {
             Err(LogError::Corrupt { location, detail }) => match self.repair_once()? {
                 Some(files) => {
-                    let events = read()?;
+                    let events = read().inspect_err(|_| {
+                        // The rebuild could not help: not again at this length.
+                        *lock(&self.inner.unrepaired_at) = Some(self.len());
+                    })?;
                     if !files.is_empty() {
                         tracing::warn!(
                             "reading events {from}..{to}: {location}: {detail}; the event bytes \

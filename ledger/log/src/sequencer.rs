@@ -1655,7 +1655,14 @@ fn run_scrub<M>(inner: &Inner<M>, upto: u64) {
                          so {} were rewritten from them",
                         files.join(", ")
                     ),
-                    Ok(_) => break finding.to_string(),
+                    // Nothing left to rewrite: another reader (a proof, an
+                    // event read) rebuilt the tree after this check read
+                    // it. The check runs again over the rebuilt tree.
+                    Ok(Some(_)) => tracing::info!(
+                        "background check: {finding}; the tree was rebuilt from the event bytes \
+                         meanwhile; checking again"
+                    ),
+                    Ok(None) => break finding.to_string(),
                     Err(e) => {
                         tracing::warn!("background check: rebuilding the derived tree failed: {e}");
                         break finding.to_string();

@@ -1079,6 +1079,29 @@ fn given_a_merkle_node_missing_from_a_sled_ledger_where_the_open_does_not_read_w
 }
 
 #[test]
+fn given_a_proof_that_rebuilds_a_damaged_tile_while_the_background_check_reads_it_then_the_log_does_not_stop()
+ {
+    let (dir, n) = closed_log_longer_than_the_open_tail(Layout::Tiles);
+    for round in 0..3 {
+        // Given hash 9 of the first level-0 tile damaged, and the ledger
+        // opened with its background check running,
+        let (tile, before) = damage_leaf_tile(dir.path(), 0, 9);
+        let log = open(dir.path()).unwrap();
+        // when a proof through it rebuilds the tile while the check may be
+        // reading the damaged copy,
+        let p = log.prove_inclusion(8, n).unwrap();
+        let (cp, _) = log.checkpoint().unwrap().unwrap();
+        merkle::verify_inclusion(&p.leaf, 8, n, &p.path, &cp.root).unwrap();
+        assert_eq!(std::fs::read(&tile).unwrap(), before);
+        // then the check, finding nothing left to rewrite, checks again and
+        // the log does not stop.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        assert_eq!(log.failure(), None, "round {round}");
+        drop(log);
+    }
+}
+
+#[test]
 fn given_a_damaged_hash_tile_and_damaged_events_under_it_when_a_proof_is_asked_then_none_is_served()
 {
     // Given the first level-0 tile damaged and an event under it too (so

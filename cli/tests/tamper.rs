@@ -205,6 +205,21 @@ fn log_show(data: &std::path::Path, seq: u64) -> std::process::Output {
         .unwrap()
 }
 
+/// Flips one bit of byte `at` of the first level-0 hash tile (a derived
+/// file) of the closed tile ledger in `data`: the tile's path, its bytes
+/// before and after.
+fn flip_in_first_leaf_tile(
+    data: &std::path::Path,
+    at: usize,
+) -> (std::path::PathBuf, Vec<u8>, Vec<u8>) {
+    let tile = data.join("tiles/tile/0/000");
+    let before = std::fs::read(&tile).unwrap();
+    let mut bytes = before.clone();
+    bytes[at] ^= 0x01;
+    std::fs::write(&tile, &bytes).unwrap();
+    (tile, before, bytes)
+}
+
 /// `docket --json --data DATA recover --out OUT`: exit code and report.
 fn recover(data: &std::path::Path, out: &std::path::Path) -> (Option<i32>, serde_json::Value) {
     let run = docket()
@@ -276,11 +291,7 @@ fn a_damaged_hash_tile_loses_nothing_recover_keeps_every_event_and_the_next_open
     let data = dir.path().join("d");
     ledger_of_layout(&data, 300, Layout::Tiles);
     // Given one hash of the first level-0 hash tile (a derived file) flipped,
-    let tile = data.join("tiles/tile/0/000");
-    let before = std::fs::read(&tile).unwrap();
-    let mut bytes = before.clone();
-    bytes[32 * 9] ^= 0x01;
-    std::fs::write(&tile, &bytes).unwrap();
+    let (tile, before, bytes) = flip_in_first_leaf_tile(&data, 32 * 9);
     // when recover runs on it, then it exports every event: the damage is
     // to derived data, not to the events the signed checkpoints prove,
     let (code, v) = recover(&data, &dir.path().join("bundle"));
@@ -565,11 +576,7 @@ fn a_proof_under_a_damaged_hash_tile_the_open_did_not_read_is_served_only_once_t
     // is the last 4,096 events, and the tree before them is read from the
     // level-1 tile),
     ledger_of_layout(&data, 4_700, Layout::Tiles);
-    let tile = data.join("tiles/tile/0/000");
-    let before = std::fs::read(&tile).unwrap();
-    let mut bytes = before.clone();
-    bytes[32 * 9] ^= 0x01;
-    std::fs::write(&tile, &bytes).unwrap();
+    let (tile, before, bytes) = flip_in_first_leaf_tile(&data, 32 * 9);
     // when an inclusion proof whose path reads it is asked, then the proof
     // checked against the signed checkpoint (exit 0) is served, because the
     // tile was rewritten from the event bytes first, which stderr names,
@@ -640,10 +647,7 @@ fn an_event_read_through_a_damaged_stored_leaf_rebuilds_it_from_the_bytes_first(
     // Given more events than the open re-reads, and the stored leaf hash of
     // event 8 (hash 8 of level-0 tile 0, a derived file) flipped,
     ledger_of_layout(&data, 4_700, Layout::Tiles);
-    let tile = data.join("tiles/tile/0/000");
-    let before = std::fs::read(&tile).unwrap();
-    let mut bytes = before.clone();
-    bytes[32 * 8 + 3] ^= 0x01;
+    let (tile, before, bytes) = flip_in_first_leaf_tile(&data, 32 * 8 + 3);
     for command in ["log show", "export"] {
         std::fs::write(&tile, &bytes).unwrap();
         // when a command reads the event (and, for export, proves it), then

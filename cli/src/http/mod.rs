@@ -313,18 +313,30 @@ mod tests {
 
     use super::*;
 
-    fn status_of(addr: SocketAddr, path: &str, token: Option<&str>) -> u16 {
+    /// `GET path` over HTTP/1.0 (with the read token, if any): the status
+    /// and the body.
+    fn http_get(addr: SocketAddr, path: &str, token: Option<&str>) -> (u16, Vec<u8>) {
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
         write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n{auth}\r\n").unwrap();
         let mut raw = Vec::new();
         s.read_to_end(&mut raw).unwrap();
-        String::from_utf8_lossy(&raw[..12])
+        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+        let status = String::from_utf8_lossy(&raw[..12])
             .split(' ')
             .nth(1)
             .unwrap()
             .parse()
-            .unwrap()
+            .unwrap();
+        (status, raw[split + 4..].to_vec())
+    }
+
+    fn status_of(addr: SocketAddr, path: &str, token: Option<&str>) -> u16 {
+        http_get(addr, path, token).0
+    }
+
+    fn fetch(addr: SocketAddr, path: &str) -> (u16, Vec<u8>) {
+        http_get(addr, path, None)
     }
 
     #[test]
@@ -361,21 +373,6 @@ mod tests {
         stop_tx.send(true).unwrap();
         rt.shutdown_timeout(std::time::Duration::from_secs(5));
         docket.close().unwrap();
-    }
-
-    fn fetch(addr: SocketAddr, path: &str) -> (u16, Vec<u8>) {
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
-        let mut raw = Vec::new();
-        s.read_to_end(&mut raw).unwrap();
-        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-        let status = String::from_utf8_lossy(&raw[..12])
-            .split(' ')
-            .nth(1)
-            .unwrap()
-            .parse()
-            .unwrap();
-        (status, raw[split + 4..].to_vec())
     }
 
     #[test]

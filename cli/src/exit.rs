@@ -102,9 +102,56 @@ pub fn for_status(s: &tonic::Status) -> u8 {
     }
 }
 
+/// Whether a panic raised at `file` (a [`std::panic::Location::file`]) was
+/// raised inside the sled crate's own source.
+pub fn panic_is_inside_sled(file: &str) -> bool {
+    file.split(['/', '\\'])
+        .any(|component| component.starts_with("sled-0."))
+}
+
+/// Installs the process's panic hook: a panic raised inside sled is not
+/// printed (it is logged at `debug`, `DOCKET_LOG=debug` shows it), every
+/// other panic goes to Rust's default hook.
+///
+/// sled asserts on some damaged files instead of returning an error. The
+/// log core catches those panics where it calls sled and reports them as
+/// damage naming `log/` (exit 5, with sled's message), so the default
+/// hook's "thread 'main' panicked at …sled…" lines and backtrace would only
+/// put a crash report in front of that answer. A bug of ours still panics
+/// loudly: its location is not in sled.
+pub fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if let Some(location) = info.location()
+            && panic_is_inside_sled(location.file())
+        {
+            tracing::debug!(
+                at = %location,
+                message = info.payload_as_str().unwrap_or("(no message)"),
+                "sled panicked; the ledger reports it as damage"
+            );
+            return;
+        }
+        default(info)
+    }));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_panic_inside_sleds_source_is_kept_off_stderr() {
+        assert!(panic_is_inside_sled(
+            "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/sled-0.34.7/src/serialization.rs"
+        ));
+        assert!(panic_is_inside_sled(
+            r"C:\Users\ci\.cargo\registry\src\x\sled-0.34.7\src\pagecache\mod.rs"
+        ));
+        assert!(!panic_is_inside_sled("ledger/log/src/store.rs"));
+        assert!(!panic_is_inside_sled("cli/src/sled_cmds.rs"));
+        assert!(!panic_is_inside_sled("/work/main/sled-notes/x.rs"));
+    }
 
     #[test]
     fn a_ledger_stopped_by_damage_exits_5_and_one_stopped_otherwise_10() {

@@ -138,6 +138,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    exit::install_panic_hook();
     let mut cli = match parse_cli() {
         Ok(c) => c,
         Err(e) => {

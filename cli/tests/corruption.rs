@@ -1084,6 +1084,16 @@ fn run_case(case: &Case, fx: &Fixture, index: usize) -> Row {
             short(&open.message())
         ));
     }
+    // A panic caught inside the ledger is reported as damage; the panic's
+    // own message (and its backtrace hint) must not reach the operator.
+    for (what, run) in [("the open", &open), ("replay --verify", &replay)] {
+        if run.stderr.contains("panicked at") {
+            problems.push(format!(
+                "{what} printed a panic message on stderr: {}",
+                short(&run.stderr)
+            ));
+        }
+    }
     if replay.code == 101 || replay.code == 10 || replay.code == -1 {
         problems.push(format!(
             "replay --verify exited {}: {}",

@@ -77,6 +77,16 @@ pub enum LogError {
     Closed(String),
 }
 
+/// sled's report of an error without the empty backtrace its `Display`
+/// appends (`… backtrace ()`: sled captures none in release builds).
+pub(crate) fn sled_report(error: &sled::Error) -> String {
+    let report = error.to_string();
+    match report.strip_suffix(" backtrace ()") {
+        Some(trimmed) => trimmed.to_string(),
+        None => report,
+    }
+}
+
 impl LogError {
     /// An error of the sled store while `context`. sled's own report of
     /// damaged bytes (`Corruption`) is damage of `log/` ([`Self::Corrupt`],
@@ -86,7 +96,11 @@ impl LogError {
         match source {
             sled::Error::Corruption { .. } => Self::Corrupt {
                 location: "log/".into(),
-                detail: format!("the sled store is damaged ({}): {source}", context.into()),
+                detail: format!(
+                    "the sled store is damaged ({}): {}",
+                    context.into(),
+                    sled_report(&source)
+                ),
             },
             source => Self::Store {
                 context: context.into(),
@@ -127,3 +141,24 @@ impl LogError {
 
 /// Result alias for the log crate.
 pub type Result<T, E = LogError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn given_sleds_corruption_report_when_reported_then_it_is_damage_of_log_without_the_empty_backtrace()
+     {
+        let error = LogError::store(
+            "reading the last event",
+            sled::Error::Corruption { at: None, bt: () },
+        );
+        let LogError::Corrupt { location, detail } = error else {
+            panic!("sled's corruption report must be damage: {error:?}");
+        };
+        assert_eq!(location, "log/");
+        assert!(detail.contains("reading the last event"), "{detail}");
+        assert!(detail.contains("corrupted data"), "{detail}");
+        assert!(!detail.contains("backtrace"), "{detail}");
+    }
+}

@@ -500,7 +500,10 @@ pub fn open_sled_guarded(dir: &Path) -> Result<SledStore> {
             // (`Unsupported`): the store the ledger created is damaged.
             LogError::Store { context, source } => LogError::corrupt(
                 "log/",
-                format!("the sled store does not open ({context}): {source}"),
+                format!(
+                    "the sled store does not open ({context}): {}",
+                    crate::error::sled_report(&source)
+                ),
             ),
             other => other,
         }),

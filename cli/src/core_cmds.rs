@@ -581,6 +581,31 @@ fn base64_decode(text: &str) -> Result<Vec<u8>> {
         .map_err(|e| CliError::new(exit::HARD_FAIL, format!("event bytes: {e}")).into())
 }
 
+/// The full check's finding on `keys/ledger.key`: damage (missing, not
+/// parsing, another key than `ledger.json` names) is a
+/// [`FindingKind::LedgerKey`](docket_log::verify::FindingKind::LedgerKey)
+/// finding. A key that cannot be checked here (encrypted and no passphrase
+/// given, a wrong passphrase, a file it may not read) is a note on stderr,
+/// not a finding: the check needs no secret.
+fn ledger_key_finding(data: &std::path::Path) -> Option<docket_log::verify::Finding> {
+    use docket_log::LogError;
+    use docket_log::verify::{Finding, FindingKind};
+    let checked = docket_log::sequencer::read_config(data)
+        .and_then(|(config, _)| docket_log::sequencer::read_ledger_key(data, &config));
+    match checked {
+        Ok(_) => None,
+        Err(LogError::Corrupt { location, detail }) => Some(Finding {
+            kind: FindingKind::LedgerKey,
+            seq: None,
+            detail: format!("{location}: {detail}"),
+        }),
+        Err(other) => {
+            eprintln!("note: keys/ledger.key was not checked: {other}");
+            None
+        }
+    }
+}
+
 /// `docket replay`: reads the data directory itself (the store, not an open
 /// ledger, so a damaged log is reported finding by finding rather than
 /// refused at open).
@@ -656,6 +681,11 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
         report
             .findings
             .extend(docket_domain::content_check::check_content(&state, &blobs));
+        // The ledger key: every opening command needs it, so a backup
+        // without it (or with a damaged one) cannot be served.
+        if let Some(finding) = ledger_key_finding(&ctx.data) {
+            report.findings.push(finding);
+        }
     }
     let code = report.exit_code();
     let summary = serde_json::json!({

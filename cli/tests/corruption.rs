@@ -753,12 +753,13 @@ fn cases(fx: &Fixture, rng: &mut Rng) -> Vec<Case> {
         ("delete keys/ledger.key", "keys/ledger.key"),
         ("delete keys/", "keys"),
     ] {
-        // replay --verify needs only the public key (ledger.json): the log
-        // itself is intact, so it may report clean.
+        // replay --verify needs only the public key (ledger.json) to check
+        // the log, but a data directory without its ledger key cannot be
+        // opened again: the full check reports it (a `ledger_key` finding).
         out.push(
             Case::new(label, Refused, move |dir, _| remove(&dir.join(rel)))
                 .refusal_codes(&[4, 5])
-                .replay_after_refusal(&[0, 4, 5])
+                .replay_after_refusal(&[5])
                 .mentions(&["ledger.key"]),
         );
     }
@@ -779,10 +780,24 @@ fn cases(fx: &Fixture, rng: &mut Rng) -> Vec<Case> {
                 // (Written in place: the file keeps its mode 0600.)
                 std::fs::write(dir.join("keys/ledger.key"), garbage).expect("write the key file");
             })
-            .replay_after_refusal(&[0, 5])
+            .replay_after_refusal(&[5])
             .mentions(&["ledger.key"]),
         );
     }
+    out.push(
+        Case::new(
+            "another ledger's key in keys/ledger.key",
+            Refused,
+            |dir, _| {
+                let other = keys::generate().expect("a key");
+                std::fs::remove_file(dir.join("keys/ledger.key")).expect("remove the key file");
+                keys::write_key_file(&dir.join("keys/ledger.key"), &other)
+                    .expect("write the key file");
+            },
+        )
+        .replay_after_refusal(&[5])
+        .mentions(&["ledger.key"]),
+    );
     let store_dir = format!("{store}/");
     out.push(
         Case::new(format!("delete {store}/"), Refused, move |dir, _| {

@@ -271,6 +271,20 @@ fn serve_loads_an_encrypted_ledger_key() {
         .unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", show(&out));
     assert!(stderr(&out).contains("passphrase"), "{}", show(&out));
+    // The full check needs no secret: without the passphrase it verifies
+    // the log and says the encrypted key was not checked
+    let out = docket()
+        .arg("--data")
+        .arg(&data)
+        .args(["replay", "--verify"])
+        .output()
+        .unwrap();
+    ok(&out);
+    assert!(
+        stderr(&out).contains("keys/ledger.key was not checked"),
+        "{}",
+        show(&out)
+    );
     // With it, it serves, and a client reads the checkpoint it signs
     let mut serve = docket()
         .env("DOCKET_PASSPHRASE_FILE", &pass)

@@ -359,27 +359,7 @@ struct CheckedOpen<M> {
 
 fn check_open<M: StateMachine>(dir: &Path, store: &dyn Store) -> Result<CheckedOpen<M>> {
     let (config, _) = read_config(dir)?;
-    let key_path = dir.join("keys/ledger.key");
-    if !key_path.exists() {
-        return Err(LogError::corrupt(
-            "keys/ledger.key",
-            "the ledger key is missing from a data directory that holds a ledger",
-        ));
-    }
-    let ledger_key = keys::read_key_file(&key_path).map_err(|e| match e {
-        // The file is there but does not parse: damage at rest, not input.
-        LogError::Malformed { detail, .. } => LogError::corrupt(
-            "keys/ledger.key",
-            format!("the ledger key file is damaged (it does not parse: {detail}); restore it from a backup"),
-        ),
-        other => other,
-    })?;
-    if hex::encode(ledger_key.verifying_key().to_bytes()) != config.ledger_public_key {
-        return Err(LogError::corrupt(
-            "keys/ledger.key",
-            "does not match ledger.json's ledger_public_key",
-        ));
-    }
+    let ledger_key = read_ledger_key(dir, &config)?;
     let verifier = NoteVerifier::new(&config.origin, ledger_key.verifying_key())?;
     let public = ledger_key.verifying_key();
     let stored_len = store.len()?;
@@ -437,6 +417,42 @@ fn check_open<M: StateMachine>(dir: &Path, store: &dyn Store) -> Result<CheckedO
         len,
         statement_filter,
     })
+}
+
+/// Reads `DIR/keys/ledger.key`, the key every opening of the ledger signs
+/// checkpoints and seals snapshots with, and checks it against
+/// `ledger.json`'s `ledger_public_key`.
+///
+/// # Errors
+/// [`LogError::Corrupt`] naming `keys/ledger.key` when the file is missing
+/// from a data directory that holds a ledger, does not parse, or holds
+/// another key: each is damage at rest (restore the file from a backup), not
+/// bad input. [`LogError::Io`] when it cannot be read (permissions), and
+/// [`LogError::Encrypted`]-style key errors as [`keys::read_key_file`]
+/// reports them (a passphrase that is missing or wrong).
+pub fn read_ledger_key(dir: &Path, config: &LogConfigFile) -> Result<SigningKey> {
+    let key_path = dir.join("keys/ledger.key");
+    if !key_path.exists() {
+        return Err(LogError::corrupt(
+            "keys/ledger.key",
+            "the ledger key is missing from a data directory that holds a ledger",
+        ));
+    }
+    let ledger_key = keys::read_key_file(&key_path).map_err(|e| match e {
+        // The file is there but does not parse: damage at rest, not input.
+        LogError::Malformed { detail, .. } => LogError::corrupt(
+            "keys/ledger.key",
+            format!("the ledger key file is damaged (it does not parse: {detail}); restore it from a backup"),
+        ),
+        other => other,
+    })?;
+    if hex::encode(ledger_key.verifying_key().to_bytes()) != config.ledger_public_key {
+        return Err(LogError::corrupt(
+            "keys/ledger.key",
+            "it holds another key than ledger.json's ledger_public_key; restore it from a backup",
+        ));
+    }
+    Ok(ledger_key)
 }
 
 /// Reads `DIR/ledger.json`: the origin and the ledger's public key, the

@@ -67,6 +67,10 @@ pub enum FindingKind {
     /// Content held beside the log by digest (named by an event, checked by
     /// the state machine's owner) is missing or does not match its digest.
     Content,
+    /// The ledger's private key file (`keys/ledger.key`) is missing, does
+    /// not parse, or holds another key than `ledger.json` names: the ledger
+    /// cannot sign or open until it is restored from a backup.
+    LedgerKey,
     /// The store's own bookkeeping is damaged (a commit record, a hash tile
     /// above level 0, a statement digest recorded for an event): the detail
     /// names the file and byte.

@@ -338,6 +338,10 @@ pub struct SledStore {
 struct UpperLevels {
     loaded: bool,
     levels: Vec<Vec<Hash>>,
+    /// Nodes a rebuild rewrote in sled while the loader had not published
+    /// yet: its scan may have read them before the rewrite, so it lays
+    /// these over what it read when it publishes.
+    rewritten_before_load: Vec<(u8, u64, Hash)>,
 }
 
 impl std::fmt::Debug for SledStore {
@@ -597,13 +601,22 @@ impl SledStore {
 /// missing node fails with `MissingNode`; the open check and the scrub
 /// report damage where it matters) and a warning names it.
 fn load_upper_levels(tree: &sled::Tree, upper: &std::sync::RwLock<UpperLevels>, stop: &AtomicBool) {
-    // 1. Scan without the lock: commits go on meanwhile.
+    if let Some(levels) = scan_upper_levels(tree, stop) {
+        publish_upper_levels(tree, upper, levels);
+    }
+}
+
+/// The first half of [`load_upper_levels`], without the lock (commits and
+/// rebuilds go on meanwhile): every stored level ≥ [`CACHED_FROM_LEVEL`]
+/// as far as it is contiguous from index 0. `None` when stopped or a level
+/// is not contiguous (lookups then stay with sled).
+fn scan_upper_levels(tree: &sled::Tree, stop: &AtomicBool) -> Option<Vec<Vec<Hash>>> {
     let mut levels: Vec<Vec<Hash>> = Vec::new();
     for level in CACHED_FROM_LEVEL..64 {
         let mut nodes = Vec::new();
         for item in tree.scan_prefix([b'n', level]) {
             if stop.load(Ordering::Relaxed) {
-                return;
+                return None;
             }
             let Some(h) = item.ok().and_then(|(k, v)| {
                 let index = seq_from(&k[2..], "Merkle node key").ok()?;
@@ -615,7 +628,7 @@ fn load_upper_levels(tree: &sled::Tree, upper: &std::sync::RwLock<UpperLevels>, 
                      proofs read them from the store",
                     nodes.len()
                 );
-                return;
+                return None;
             };
             nodes.push(h);
         }
@@ -624,12 +637,32 @@ fn load_upper_levels(tree: &sled::Tree, upper: &std::sync::RwLock<UpperLevels>, 
         }
         levels.push(nodes);
     }
-    // 2. Under the write lock: what was committed during the scan (every
-    // commit that saw `loaded == false` is durable in sled by now), then
-    // publish.
+    Some(levels)
+}
+
+/// The second half of [`load_upper_levels`], under the write lock: what
+/// was committed during the scan (every commit that saw `loaded == false`
+/// is durable in sled by now) and what a rebuild rewrote during it are laid
+/// over the scanned `levels`, which are then published.
+fn publish_upper_levels(
+    tree: &sled::Tree,
+    upper: &std::sync::RwLock<UpperLevels>,
+    mut levels: Vec<Vec<Hash>>,
+) {
     let mut guard = upper
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // A rebuild that ran during the scan wrote sled before it recorded its
+    // nodes here (under this lock): the scan may hold the damaged values.
+    for (level, index, hash) in std::mem::take(&mut guard.rewritten_before_load) {
+        let slot = level
+            .checked_sub(CACHED_FROM_LEVEL)
+            .and_then(|l| levels.get_mut(usize::from(l)))
+            .and_then(|nodes| nodes.get_mut(usize::try_from(index).ok()?));
+        if let Some(slot) = slot {
+            *slot = hash;
+        }
+    }
     for level in CACHED_FROM_LEVEL..64 {
         let l = usize::from(level - CACHED_FROM_LEVEL);
         if levels.len() <= l {
@@ -958,6 +991,16 @@ impl Store for SledStore {
                 .upper
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !upper.loaded {
+                // The background loader may have scanned these before the
+                // rewrite: it lays them over its scan when it publishes.
+                upper.rewritten_before_load.extend(
+                    differing
+                        .iter()
+                        .filter(|(level, _, _)| *level >= CACHED_FROM_LEVEL)
+                        .copied(),
+                );
+            }
             for (level, index, hash) in &differing {
                 let slot = level
                     .checked_sub(CACHED_FROM_LEVEL)
@@ -1641,6 +1684,66 @@ mod tests {
             sled_guarded("reading", || -> Result<()> { Err(LogError::corrupt("x", "y")) }),
             Err(LogError::Corrupt { location, .. }) if location == "x"
         ));
+    }
+
+    #[test]
+    fn given_a_rebuild_during_the_upper_level_load_when_the_load_publishes_then_it_keeps_the_rewritten_nodes()
+     {
+        // Given a sled store of 32 events (two level-4 nodes, kept in memory),
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::create(dir.path()).unwrap();
+        let mut frontier = crate::merkle::Frontier::new();
+        let mut nodes = std::collections::BTreeMap::new();
+        for seq in 0..32u64 {
+            let bytes = format!("\x01upper-{seq}").into_bytes();
+            let mut batch = CommitBatch::default();
+            for (level, index, hash) in frontier.push(crate::merkle::leaf_hash(&bytes)) {
+                nodes.insert((level, index), hash);
+                batch.nodes.push((level, index, hash));
+            }
+            batch.events.push((seq, bytes));
+            store.commit(&batch).unwrap();
+        }
+        let intact = nodes[&(CACHED_FROM_LEVEL, 0)];
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !store.upper.read().unwrap().loaded {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the loader never published"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        // and its first level-4 node damaged on disk, as a later open finds it:
+        store
+            .tree
+            .insert(node_key(CACHED_FROM_LEVEL, 0), &[0xAA; 32][..])
+            .unwrap();
+        {
+            let mut upper = store.upper.write().unwrap();
+            upper.loaded = false;
+            upper.levels.clear();
+        }
+        // when the background loader scans the damaged node,
+        let scanned = scan_upper_levels(&store.tree, &AtomicBool::new(false)).unwrap();
+        assert_eq!(scanned[0][0], [0xAA; 32]);
+        // a proof's rebuild rewrites it from the event bytes meanwhile,
+        let rewritten = store
+            .rebuild_derived_tree(32, &frontier.root())
+            .unwrap()
+            .expect("the bytes give the root");
+        assert_eq!(rewritten.len(), 1, "{rewritten:?}");
+        // and the loader then publishes what it scanned,
+        publish_upper_levels(&store.tree, &store.upper, scanned);
+        // then the published level holds the rewritten node, as sled does.
+        let upper = store.upper.read().unwrap();
+        assert!(upper.loaded);
+        assert_eq!(
+            upper.levels[0][0], intact,
+            "the loader published a stale node"
+        );
+        assert!(upper.rewritten_before_load.is_empty());
+        drop(upper);
+        assert_eq!(store.node(CACHED_FROM_LEVEL, 0).unwrap(), intact);
     }
 
     fn anchor_in(dir: &Path) -> Anchor {

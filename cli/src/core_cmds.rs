@@ -38,6 +38,13 @@ pub struct RecoverArgs {
     /// Copy the evidence blobs that survived.
     #[arg(long)]
     pub with_blobs: bool,
+    /// Also write, as a second bundle here, every intact event that a
+    /// signed checkpoint proves, those after the damage included (a
+    /// partial bundle: runs of events around the lost ones, each run's ends
+    /// with an inclusion proof against the ledger's latest signed checkpoint
+    /// the store still gives). Follows `--tar` and `--with-blobs`.
+    #[arg(long, value_name = "DIR")]
+    pub salvage_out: Option<std::path::PathBuf>,
 }
 
 /// `docket keygen`.
@@ -787,8 +794,20 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         // Any other failure worded and coded as for every key file.
         Err(_) => load_key(&key_path)?,
     };
+    if let Some(path) = &args.salvage_out
+        && std::fs::symlink_metadata(path).is_ok()
+    {
+        return Err(CliError::new(
+            exit::USAGE,
+            format!(
+                "{} already exists; choose a new output path",
+                path.display()
+            ),
+        )
+        .into());
+    }
     let (plan, _, mut log) =
-        docket_domain::export::recover::recover(&store, &verifier, ledger_key)?;
+        docket_domain::export::recover::recover(&store, &verifier, ledger_key.clone())?;
     if args.with_blobs {
         docket_domain::export::recover::attach_blobs(&mut log, &ctx.data)?;
     }
@@ -807,8 +826,31 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
     } else {
         exit::OK
     };
-    let value =
-        serde_json::json!({"plan": plan, "export": report, "out": args.out, "exit_code": code});
+    // Past the damage: the intact events a signed checkpoint still proves.
+    let mut salvage = if plan.lost > 0 || args.salvage_out.is_some() {
+        docket_domain::export::recover::salvage(&store, &verifier, ledger_key, plan.prefix)?
+    } else {
+        None
+    };
+    let mut salvage_report = None;
+    if let (Some(path), Some((_, salvaged))) = (&args.salvage_out, salvage.as_mut()) {
+        if args.with_blobs {
+            salvaged.attach_blobs(&ctx.data)?;
+        }
+        salvage_report = Some(docket_domain::export::export(
+            &*salvaged, &options, path, args.tar,
+        )?);
+    }
+    let salvage_plan = salvage.as_ref().map(|(s, _)| s);
+    let value = serde_json::json!({
+        "plan": plan,
+        "export": report,
+        "out": args.out,
+        "salvage": salvage_plan,
+        "salvage_export": salvage_report,
+        "salvage_out": salvage_report.as_ref().and(args.salvage_out.as_ref()),
+        "exit_code": code,
+    });
     out.emit(&value, || {
         let mut s = format!(
             "recovered events 0..{} (tree size {}, root {}) to {}",
@@ -824,11 +866,56 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         }
         if plan.lost > 0 {
             s += &format!(
-                "\n{} acknowledged event(s) after {} could not be recovered",
+                "\n{} acknowledged event(s) from {} on are not in it",
                 plan.lost, plan.prefix
             );
         }
-        s + "\nverify it with: docket audit <bundle> --trusted-key \"$(docket checkpoint --vkey)\""
+        match (salvage_plan, &salvage_report, &args.salvage_out) {
+            (Some(found), Some(_), Some(path)) => {
+                s += &format!(
+                    "\nsalvaged {} intact event(s) ({} after the prefix) to {}, proved against \
+                     the signed checkpoint of size {}",
+                    found.events,
+                    found.after_prefix,
+                    path.display(),
+                    found.tree_size
+                );
+            }
+            (Some(found), None, _) if found.after_prefix > 0 => {
+                s += &format!(
+                    "\n{} intact event(s) after the prefix are proved by the signed checkpoint of \
+                     size {}: write them with --salvage-out DIR",
+                    found.after_prefix, found.tree_size
+                );
+            }
+            (None, _, Some(_)) => {
+                s +=
+                    "\nno signed checkpoint proves more than the prefix: no salvage bundle written";
+            }
+            _ => {}
+        }
+        if let Some(found) = salvage_plan
+            && !found.missing.is_empty()
+        {
+            let ranges: Vec<String> = found
+                .missing
+                .iter()
+                .map(|[a, b]| {
+                    if a == b {
+                        a.to_string()
+                    } else {
+                        format!("{a}..={b}")
+                    }
+                })
+                .collect();
+            s += &format!(
+                "\nlost (bytes gone or altered; only their leaf hashes survive): events {}",
+                ranges.join(", ")
+            );
+        }
+        s +=
+            "\nverify it with: docket audit <bundle> --trusted-key \"$(docket checkpoint --vkey)\"";
+        s
     });
     Ok(code)
 }

@@ -439,6 +439,141 @@ fn a_torn_entry_bundle_is_named_by_the_full_check_and_recover_exports_the_events
     audits_clean(&out, &vkey);
 }
 
+/// `docket --json --data DATA recover --out OUT --salvage-out SALVAGE`.
+fn recover_salvaging(
+    data: &std::path::Path,
+    out: &std::path::Path,
+    salvage: &std::path::Path,
+) -> (Option<i32>, serde_json::Value) {
+    let run = docket()
+        .args(["--json", "--data"])
+        .arg(data)
+        .args(["recover", "--out"])
+        .arg(out)
+        .arg("--salvage-out")
+        .arg(salvage)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|_| serde_json::json!({"stderr": String::from_utf8_lossy(&run.stderr)}));
+    (run.status.code(), v)
+}
+
+/// The runs of events a bundle carries, as its audit (trusted) reports them.
+fn audited_ranges(bundle: &std::path::Path, vkey: &str) -> serde_json::Value {
+    let out = docket()
+        .args(["--json", "audit"])
+        .arg(bundle)
+        .args(["--trusted-key", vkey])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    v["report"]["ranges"].clone()
+}
+
+#[test]
+fn given_one_event_lost_in_the_middle_when_recovering_then_every_event_after_it_is_salvaged_and_proved()
+ {
+    for layout in LAYOUTS {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("d");
+        ledger_of_layout(&data, 600, layout);
+        let vkey = vkey_of(&data);
+        // Given event 100's bytes lost: in a tile ledger its entry's length
+        // garbled (the bundle tears there: every entry after it is framed
+        // wrong), in a sled ledger its record removed,
+        if layout == Layout::Tiles {
+            let (path, offset, _) = TileStore::locate_entry(&data, 100).unwrap();
+            let mut bytes = std::fs::read(&path).unwrap();
+            let at = usize::try_from(offset).unwrap() - 2;
+            bytes[at..at + 2].copy_from_slice(&[0xFF, 0xFF]);
+            std::fs::write(&path, &bytes).unwrap();
+        } else {
+            delete_events(&data, 100, 101);
+        }
+        // when recover runs with --salvage-out,
+        let prefix_bundle = dir.path().join("prefix");
+        let salvage = dir.path().join("salvage");
+        let (code, v) = recover_salvaging(&data, &prefix_bundle, &salvage);
+        // then the prefix stops before the hole (exit 5: the hole is lost),
+        assert_eq!(code, Some(5), "{layout:?}: {v}");
+        let prefix = v["plan"]["prefix"].as_u64().unwrap();
+        assert!(prefix > 0 && prefix <= 100, "{layout:?}: {v}");
+        audits_clean(&prefix_bundle, &vkey);
+        // and the salvage bundle carries every other event of the anchored
+        // tree (601 events, genesis included), proved by the anchor's
+        // checkpoint: only event 100 is missing.
+        assert_eq!(v["salvage"]["tree_size"], 601, "{layout:?}: {v}");
+        assert_eq!(v["salvage"]["events"], 600, "{layout:?}: {v}");
+        assert_eq!(
+            v["salvage"]["missing"],
+            serde_json::json!([[100, 100]]),
+            "{layout:?}: {v}"
+        );
+        assert_eq!(
+            v["salvage"]["after_prefix"].as_u64(),
+            Some(600 - prefix),
+            "{layout:?}: {v}"
+        );
+        assert_eq!(
+            audited_ranges(&salvage, &vkey),
+            serde_json::json!([[0, 99], [101, 600]]),
+            "{layout:?}"
+        );
+    }
+}
+
+#[test]
+fn given_an_entry_bundle_cut_short_when_recovering_then_the_later_bundles_are_salvaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 600, Layout::Tiles);
+    let vkey = vkey_of(&data);
+    // Given the first full entry bundle cut in the middle of its entries
+    // (the bytes after the cut are gone),
+    let bundle0 = data.join("tiles/tile/entries/000");
+    let bytes = std::fs::read(&bundle0).unwrap();
+    std::fs::write(&bundle0, &bytes[..bytes.len() / 2]).unwrap();
+    // when recover runs with --salvage-out,
+    let salvage = dir.path().join("salvage");
+    let (code, v) = recover_salvaging(&data, &dir.path().join("prefix"), &salvage);
+    assert_eq!(code, Some(5), "{v}");
+    // then the events the cut took are missing, and every event of the
+    // later bundles is carried, proved by the anchor's checkpoint.
+    let missing = &v["salvage"]["missing"];
+    let first_lost = missing[0][0].as_u64().unwrap();
+    assert!(first_lost > 0 && first_lost < 256, "{v}");
+    assert_eq!(missing, &serde_json::json!([[first_lost, 255]]), "{v}");
+    assert_eq!(
+        audited_ranges(&salvage, &vkey),
+        serde_json::json!([[0, first_lost - 1], [256, 600]])
+    );
+}
+
+#[test]
+fn given_an_intact_ledger_when_recovering_with_salvage_then_no_salvage_bundle_is_written() {
+    // Given an intact ledger (the prefix is the whole anchored log),
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 20, Layout::Tiles);
+    let vkey = vkey_of(&data);
+    // when recover runs with --salvage-out,
+    let salvage = dir.path().join("salvage");
+    let (code, v) = recover_salvaging(&data, &dir.path().join("prefix"), &salvage);
+    // then the prefix bundle holds everything, and no salvage bundle is
+    // written (it would prove nothing more).
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["plan"]["prefix"], 21, "{v}");
+    assert_eq!(v["salvage"], serde_json::Value::Null, "{v}");
+    assert_eq!(v["salvage_out"], serde_json::Value::Null, "{v}");
+    assert!(!salvage.exists());
+    assert_eq!(
+        audited_ranges(&dir.path().join("prefix"), &vkey),
+        serde_json::json!([[0, 20]])
+    );
+}
+
 #[test]
 fn without_an_intact_commit_log_a_tile_ledger_is_refused_and_recover_exports_every_anchored_event()
 {

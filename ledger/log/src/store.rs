@@ -111,6 +111,18 @@ pub trait Store: NodeSource + Send + Sync {
         }
         Ok((events, unreadable))
     }
+    /// For recovery only: what the store's files still hold at and past
+    /// its length ([`Store::len`]) up to `to`: the events that can be read
+    /// and the leaf hashes kept for them, each list in order and possibly
+    /// with gaps. A store whose length ends where damage cut its run of
+    /// events short (the tile store after a torn entry bundle) still holds
+    /// events and leaves after the damage; those can be proved by a signed
+    /// checkpoint whose tree reaches them. The default, for stores whose
+    /// length is where their files end, returns nothing.
+    fn salvage_past_len(&self, to: u64) -> Result<SalvagedPastLen> {
+        let _ = to;
+        Ok(SalvagedPastLen::default())
+    }
     /// Sequence number of the event that first carried a statement digest.
     fn statement_seq(&self, digest: &Hash) -> Result<Option<u64>>;
     /// Calls `f` with every statement digest in the log (to build the
@@ -303,6 +315,15 @@ pub fn name_nodes(place: &str, nodes: &[(u8, u64, Hash)]) -> Vec<String> {
 /// What [`Store::salvage_range`] read: the events that could be read, and
 /// `(seq, where, what)` for each that could not.
 pub type SalvagedRange = (Vec<(u64, Vec<u8>)>, Vec<(u64, String, String)>);
+
+/// What [`Store::salvage_past_len`] found past a store's length.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SalvagedPastLen {
+    /// `(seq, canonical bytes)` of the events that can be read.
+    pub events: Vec<(u64, Vec<u8>)>,
+    /// `(seq, leaf hash)` kept in the store's derived tree.
+    pub leaves: Vec<(u64, Hash)>,
+}
 
 /// Merkle nodes at or above this level are also kept in memory (about 4
 /// bytes per event: 1/16 + 1/32 + … of the leaves), so a proof reads only the
@@ -1643,6 +1664,9 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     fn check_structures(&self, keep_going: &dyn Fn() -> bool) -> Result<Option<StructureReport>> {
         (**self).check_structures(keep_going)
+    }
+    fn salvage_past_len(&self, to: u64) -> Result<SalvagedPastLen> {
+        (**self).salvage_past_len(to)
     }
     fn salvage_range(&self, from: u64, to: u64) -> Result<SalvagedRange> {
         (**self).salvage_range(from, to)

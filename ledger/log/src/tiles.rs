@@ -43,7 +43,7 @@
 //! store that lost acknowledged events is still there to be reported by
 //! the anchor check of the log above.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
@@ -199,6 +199,53 @@ fn parse_full_bundle(bytes: &[u8]) -> std::result::Result<(Vec<&[u8]>, usize), S
         )),
         (entries, end, None) => Ok((entries, bytes.len() - end)),
     }
+}
+
+/// The entries of a damaged bundle found again after the damage by the
+/// leaf hashes its level-0 tile kept (`leaves[i]` for entry `i`, `first`
+/// the bundle's first sequence number): entries `from..` are looked for
+/// from byte `at` on, each where its own bytes say it begins (an event's
+/// bytes start with format `0x01` and its sequence number, a stand-in with
+/// `0xFF`), and taken only when its bytes hash to its kept leaf; an entry
+/// not found is skipped and the next one looked for. So a tear or a
+/// garbled length loses the damaged entry, not every entry after it.
+fn resync_entries<'a>(
+    bytes: &'a [u8],
+    at: usize,
+    first: u64,
+    from: usize,
+    leaves: &[Hash],
+) -> Vec<(usize, &'a [u8])> {
+    let mut found = Vec::new();
+    let mut pos = at;
+    for (i, leaf) in leaves.iter().enumerate().skip(from) {
+        let seq = first + i as u64;
+        let mut event_start = [0u8; 9];
+        event_start[0] = 0x01;
+        event_start[1..].copy_from_slice(&seq.to_be_bytes());
+        let hit = (pos..bytes.len()).find_map(|q| {
+            // An inline event: its length precedes it, its bytes hash to
+            // the leaf.
+            if bytes[q..].starts_with(&event_start) && q >= pos + 2 {
+                let len = usize::from(u16::from_be_bytes([bytes[q - 2], bytes[q - 1]]));
+                let entry = bytes.get(q..q + len)?;
+                return (merkle::leaf_hash(entry) == *leaf).then_some((q, entry));
+            }
+            // A large event's stand-in: `0xFF || u32 length || leaf`.
+            if bytes[q] == OVERSIZED_MARKER && q >= pos + 2 {
+                let entry = bytes.get(q..q + OVERSIZED_ENTRY_LEN)?;
+                let framed = usize::from(u16::from_be_bytes([bytes[q - 2], bytes[q - 1]]));
+                return (framed == OVERSIZED_ENTRY_LEN && entry[5..] == leaf[..])
+                    .then_some((q, entry));
+            }
+            None
+        });
+        if let Some((q, entry)) = hit {
+            found.push((i, entry));
+            pos = q + entry.len();
+        }
+    }
+    found
 }
 
 /// Parses a hash tile: concatenated 32-byte hashes.
@@ -2432,10 +2479,13 @@ impl TileStore {
         let index = from / TILE_WIDTH;
         let location = format!("tiles/{}", bundle_path(index));
         let mut entries = Vec::new();
+        let mut resynced: BTreeMap<u64, Entry> = BTreeMap::new();
         let mut damage = "the entry bundle is missing".to_string();
-        if let Some(bytes) = self.read_bundle_file(index)? {
-            let (raw, _, stopped) = bundle_prefix(&bytes, TILE_WIDTH);
+        let bundle = self.read_bundle_file(index)?;
+        if let Some(bytes) = &bundle {
+            let (raw, _, stopped) = bundle_prefix(bytes, TILE_WIDTH);
             entries = raw.iter().map_while(|e| read_entry(e)).collect();
+            resynced = self.resynced(index, bytes, entries.len());
             damage = match stopped {
                 _ if entries.len() < raw.len() => {
                     format!(
@@ -2450,7 +2500,10 @@ impl TileStore {
         let mut events = Vec::new();
         let mut unreadable = Vec::new();
         for seq in from..to {
-            let Some(entry) = entries.get((seq % TILE_WIDTH) as usize) else {
+            let Some(entry) = entries
+                .get((seq % TILE_WIDTH) as usize)
+                .or_else(|| resynced.get(&seq))
+            else {
                 unreadable.push((seq, location.clone(), damage.clone()));
                 continue;
             };
@@ -2463,6 +2516,31 @@ impl TileStore {
             }
         }
         Ok((events, unreadable))
+    }
+
+    /// The entries of bundle `index` after the first `intact` (where its
+    /// parse stopped), found again by [`resync_entries`] with the leaves
+    /// its full level-0 tile file kept (read as it is: nothing recomputed);
+    /// none when that file is missing or damaged. Keyed by sequence number.
+    fn resynced(&self, index: u64, bytes: &[u8], intact: usize) -> BTreeMap<u64, Entry> {
+        if intact as u64 >= TILE_WIDTH {
+            return BTreeMap::new();
+        }
+        let Some(leaves) = fs::read(self.path(&hash_tile_path(0, index)))
+            .ok()
+            .and_then(|b| parse_tile(&b))
+            .filter(|h| h.len() as u64 == TILE_WIDTH)
+        else {
+            return BTreeMap::new();
+        };
+        // The parse stopped inside the damaged entry or at its length:
+        // look from the end of the last intact entry.
+        let (_, at, _) = bundle_prefix(bytes, intact as u64);
+        let first = index * TILE_WIDTH;
+        resync_entries(bytes, at, first, intact, &leaves)
+            .into_iter()
+            .filter_map(|(i, e)| Some((first + i as u64, read_entry(e)?)))
+            .collect()
     }
 
     /// [`Store::rebuild_derived_tree`]: every full hash tile recomputed
@@ -3226,6 +3304,52 @@ impl Store for TileStore {
         Ok((events, unreadable))
     }
 
+    /// Past the run of events the store's length ends at (a torn entry
+    /// bundle, a missing one), every bundle file up to `to` is read as far
+    /// as its entries go, and every full level-0 hash tile file gives its
+    /// leaves. Nothing is written, nothing recomputed.
+    fn salvage_past_len(&self, to: u64) -> Result<crate::store::SalvagedPastLen> {
+        let len = self.read_view().len;
+        let mut found = crate::store::SalvagedPastLen::default();
+        let mut index = len / TILE_WIDTH;
+        while index * TILE_WIDTH < to {
+            let first = index * TILE_WIDTH;
+            let wanted = |seq: u64| seq >= len && seq < to;
+            if let Some(bytes) = self.read_bundle_file(index)? {
+                let (raw, _, _) = bundle_prefix(&bytes, TILE_WIDTH);
+                let intact: Vec<Entry> = raw.iter().map_while(|e| read_entry(e)).collect();
+                let resynced = self.resynced(index, &bytes, intact.len());
+                let entries = (first..).zip(intact).chain(resynced);
+                for (seq, entry) in entries {
+                    if !wanted(seq) {
+                        continue;
+                    }
+                    match self.entry_bytes(seq, &entry) {
+                        Ok(bytes) => found.events.push((seq, bytes)),
+                        Err(LogError::Corrupt { .. }) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            let tile = self.path(&hash_tile_path(0, index));
+            match fs::read(&tile) {
+                Ok(bytes) => {
+                    if let Some(hashes) =
+                        parse_tile(&bytes).filter(|h| h.len() as u64 == TILE_WIDTH)
+                    {
+                        found
+                            .leaves
+                            .extend((first..).zip(hashes).filter(|(seq, _)| wanted(*seq)));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(tile, e)),
+            }
+            index += 1;
+        }
+        Ok(found)
+    }
+
     fn check_structures(
         &self,
         keep_going: &dyn Fn() -> bool,
@@ -3613,6 +3737,67 @@ mod tests {
                 chain[0].1.first_seq
             );
         }
+    }
+
+    #[test]
+    fn given_a_garbled_entry_length_when_resyncing_then_only_that_entry_is_lost() {
+        // Given a bundle of 8 entries from seq 512 (entry 5 a large event's
+        // stand-in) and the leaves its level-0 tile kept,
+        let first = 512u64;
+        let events: Vec<Vec<u8>> = (0..8u64)
+            .map(|i| {
+                let mut e = vec![0x01];
+                e.extend_from_slice(&(first + i).to_be_bytes());
+                e.extend_from_slice(format!("event {i} {}", "x".repeat(i as usize * 7)).as_bytes());
+                e
+            })
+            .collect();
+        let large = {
+            let mut e = vec![0x01];
+            e.extend_from_slice(&(first + 5).to_be_bytes());
+            e.extend(std::iter::repeat_n(7u8, MAX_INLINE_ENTRY + 1));
+            e
+        };
+        let entries: Vec<Vec<u8>> = (0..8)
+            .map(|i| {
+                if i == 5 {
+                    oversized_entry(&large)
+                } else {
+                    events[i].clone()
+                }
+            })
+            .collect();
+        let leaves: Vec<Hash> = (0..8)
+            .map(|i| merkle::leaf_hash(if i == 5 { &large } else { &events[i] }))
+            .collect();
+        let mut bytes = Vec::new();
+        let mut starts = Vec::new();
+        for e in &entries {
+            starts.push(bytes.len());
+            bytes.extend_from_slice(&u16::try_from(e.len()).unwrap().to_be_bytes());
+            bytes.extend_from_slice(e);
+        }
+        // and entry 2's length garbled (the parse tears there),
+        bytes[starts[2]..starts[2] + 2].copy_from_slice(&[0xFF, 0xFF]);
+        let (intact, at, stopped) = bundle_prefix(&bytes, TILE_WIDTH);
+        assert_eq!(intact.len(), 2);
+        assert!(stopped.is_some());
+        // when the entries are looked for again from where it stopped,
+        let found = resync_entries(&bytes, at, first, intact.len(), &leaves);
+        // then every entry after the garbled one is found, the stand-in
+        // included, each with its own bytes; entry 2 is lost.
+        let indexes: Vec<usize> = found.iter().map(|(i, _)| *i).collect();
+        assert_eq!(indexes, vec![3, 4, 5, 6, 7]);
+        for (i, entry) in &found {
+            assert_eq!(*entry, &entries[*i][..], "entry {i}");
+        }
+        // And an entry whose bytes were altered (its leaf no longer
+        // matches) is not taken: the one after it still is.
+        let mut altered = bytes.clone();
+        altered[starts[4] + 14] ^= 1;
+        let found = resync_entries(&altered, at, first, intact.len(), &leaves);
+        let indexes: Vec<usize> = found.iter().map(|(i, _)| *i).collect();
+        assert_eq!(indexes, vec![3, 5, 6, 7]);
     }
 
     #[test]

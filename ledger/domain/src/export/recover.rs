@@ -174,3 +174,260 @@ pub fn attach_blobs(log: &mut MemoryLog, dir: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+/// What [`salvage`] found: every intact event that one signed checkpoint
+/// proves, those after the damage included.
+#[derive(Debug, Clone, Serialize)]
+pub struct Salvage {
+    /// The size of the signed checkpoint that proves them: the anchor's
+    /// (the ledger's latest) when the store still gives its root, else the
+    /// largest stored checkpoint that it gives.
+    pub tree_size: u64,
+    /// Intact events carried (each in the tree of that checkpoint).
+    pub events: u64,
+    /// Of those, the events after the intact prefix (`seq >= prefix`).
+    pub after_prefix: u64,
+    /// The events below `tree_size` that are not carried, as inclusive
+    /// `[first, last]` ranges: their bytes are gone or altered (only their
+    /// leaf hash survives, in the store's derived tree).
+    pub missing: Vec<[u64; 2]>,
+}
+
+/// A log with holes: the intact events of a damaged store and the leaf
+/// hashes of all of them, lost ones included, under a checkpoint the
+/// ledger signed. The source of a salvage export ([`salvage`]).
+pub struct SalvagedLog {
+    origin: String,
+    ledger_key: ed25519_dalek::SigningKey,
+    tree: merkle::MemoryTree,
+    events: BTreeMap<u64, Vec<u8>>,
+    checkpoint: (crate::checkpoint::Checkpoint, String),
+    state: crate::state::LedgerState,
+    blobs: std::collections::HashMap<crate::blobs::BlobDigest, Vec<u8>>,
+}
+
+impl std::fmt::Debug for SalvagedLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SalvagedLog")
+            .field("tree_size", &self.checkpoint.0.size)
+            .field("events", &self.events.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Finds every intact event of a damaged store that a signed checkpoint
+/// proves, past the damage too (a torn entry bundle, an altered event):
+/// the events a prefix export ([`recover`]) must leave out because the
+/// chain from genesis breaks at the damage.
+///
+/// Each event's leaf is the hash of its bytes where they can be read, else
+/// the leaf hash the store's derived tree kept. The leaves of the tree of a
+/// signed checkpoint (the anchor first, then stored ones, largest first)
+/// must give that checkpoint's root: then every leaf used is the one the
+/// ledger signed (SHA-256 collision resistance), the kept ones included,
+/// and every event carried is proved by it. Where an event's bytes and its
+/// kept leaf differ, both choices are tried (the bytes first): the one that
+/// gives the root wins, and an event whose bytes lose is not carried.
+/// `None` when no signed checkpoint beyond `prefix` is proved this way.
+pub fn salvage(
+    store: &dyn Store,
+    verifier: &NoteVerifier,
+    ledger_key: ed25519_dalek::SigningKey,
+    prefix: u64,
+) -> Result<Option<(Salvage, SalvagedLog)>> {
+    let stored = store.len()?;
+    // The signed checkpoints that could prove more than the prefix.
+    let mut candidates: BTreeMap<u64, (crate::checkpoint::Checkpoint, String)> = BTreeMap::new();
+    let mut consider = |note: String| {
+        if let Ok(cp) = checkpoint::open_note(&note, verifier)
+            && cp.size > prefix
+        {
+            candidates.entry(cp.size).or_insert((cp, note));
+        }
+    };
+    if let Ok(Some(note)) = store.anchor() {
+        consider(note);
+    }
+    match store.checkpoints(prefix + 1, stored) {
+        Ok(found) => found.into_iter().for_each(|(_, note)| consider(note)),
+        // A damaged checkpoint index hides what it held; the anchor counts.
+        Err(LedgerError::Corrupt { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    let Some(&largest) = candidates.keys().next_back() else {
+        return Ok(None);
+    };
+    // Every event that can be read, and every kept leaf, up to the largest.
+    let end = largest.min(stored);
+    let known_end = largest;
+    let mut bytes_of: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    let mut kept: BTreeMap<u64, merkle::Hash> = BTreeMap::new();
+    let mut next = 0;
+    while next < end {
+        let to = (next + 8192).min(end);
+        bytes_of.extend(store.salvage_range(next, to)?.0);
+        match store.leaf_hashes(next, to) {
+            Ok(leaves) => kept.extend(leaves),
+            // A damaged derived tile keeps no leaf; the bytes may still do.
+            Err(LedgerError::Corrupt { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        next = to;
+    }
+    if largest > stored {
+        // Past the store's length: what its files hold after the damage.
+        let past = store.salvage_past_len(largest)?;
+        for (seq, bytes) in past.events {
+            bytes_of.entry(seq).or_insert(bytes);
+        }
+        for (seq, leaf) in past.leaves {
+            kept.entry(seq).or_insert(leaf);
+        }
+    }
+    // Two trees: the bytes' leaves first, and the kept leaves first.
+    let mut from_bytes = merkle::MemoryTree::new();
+    let mut from_kept = merkle::MemoryTree::new();
+    for seq in 0..known_end {
+        let read = bytes_of.get(&seq).map(|b| merkle::leaf_hash(b));
+        let (Some(a), Some(b)) = (
+            read.or_else(|| kept.get(&seq).copied()),
+            kept.get(&seq).copied().or(read),
+        ) else {
+            break; // neither bytes nor a kept leaf: no tree reaches past it
+        };
+        from_bytes.push(a);
+        from_kept.push(b);
+    }
+    let known = from_bytes.len();
+    for (size, (cp, note)) in candidates.into_iter().rev() {
+        if size > known {
+            continue;
+        }
+        let tree = if merkle::root_at(&from_bytes, size)? == cp.root {
+            &from_bytes
+        } else if merkle::root_at(&from_kept, size)? == cp.root {
+            &from_kept
+        } else {
+            continue;
+        };
+        // The events whose bytes are the leaf the checkpoint proves.
+        let mut events = BTreeMap::new();
+        let mut state = crate::state::LedgerState::default();
+        for (seq, bytes) in bytes_of.range(..size) {
+            let leaf = merkle::leaf_hash(bytes);
+            if !leaf_is(tree, *seq, &leaf) {
+                continue;
+            }
+            let Ok(event) = crate::event::Event::decode(bytes) else {
+                continue;
+            };
+            let _ = state.apply_partial(&event);
+            events.insert(*seq, bytes.clone());
+        }
+        let carried: Vec<u64> = events.keys().copied().collect();
+        let missing = super::writer::runs((0..size).filter(|s| !events.contains_key(s)));
+        let plan = Salvage {
+            tree_size: size,
+            events: carried.len() as u64,
+            after_prefix: carried.iter().filter(|&&s| s >= prefix).count() as u64,
+            missing,
+        };
+        // The tree of exactly the checkpoint's size (an export proves
+        // against the checkpoint covering the source's length).
+        let mut tree_copy = merkle::MemoryTree::new();
+        for seq in 0..size {
+            tree_copy.push(leaf_at(tree, seq)?);
+        }
+        let log = SalvagedLog {
+            origin: verifier.name.clone(),
+            ledger_key,
+            tree: tree_copy,
+            events,
+            checkpoint: (cp, note),
+            state,
+            blobs: std::collections::HashMap::new(),
+        };
+        return Ok(Some((plan, log)));
+    }
+    Ok(None)
+}
+
+/// Leaf `seq` of `tree`.
+fn leaf_at(tree: &merkle::MemoryTree, seq: u64) -> Result<merkle::Hash> {
+    Ok(merkle::NodeSource::node(tree, 0, seq)?)
+}
+
+fn leaf_is(tree: &merkle::MemoryTree, seq: u64, leaf: &merkle::Hash) -> bool {
+    leaf_at(tree, seq).is_ok_and(|h| &h == leaf)
+}
+
+impl SalvagedLog {
+    /// Copies the blobs of `dir/blobs` that the carried events reference
+    /// (as [`attach_blobs`] does for a prefix).
+    pub fn attach_blobs(&mut self, dir: &Path) -> Result<()> {
+        let blobs = crate::blobs::BlobStore::open(dir)?;
+        for o in self.state.domain.oids.oids.values() {
+            if let Ok(d) = crate::blobs::parse_digest(&o.sha256)
+                && let Ok(bytes) = blobs.read_verified(&d, super::source::MAX_EXPORT_BLOB)
+            {
+                self.blobs.insert(d, bytes);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl super::LogSource for SalvagedLog {
+    fn len(&self) -> u64 {
+        self.tree.len()
+    }
+
+    fn event_range(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>> {
+        Ok(self
+            .events
+            .range(from..to.max(from))
+            .map(|(s, b)| (*s, b.clone()))
+            .collect())
+    }
+
+    fn checkpoint_covering(&self, size: u64) -> Result<(crate::checkpoint::Checkpoint, String)> {
+        if size <= self.checkpoint.0.size {
+            return Ok(self.checkpoint.clone());
+        }
+        Err(LedgerError::NotFound {
+            what: format!("a checkpoint covering tree size {size}"),
+        })
+    }
+
+    fn inclusion_proof(&self, index: u64, size: u64) -> Result<Vec<merkle::Hash>> {
+        Ok(merkle::inclusion_proof(&self.tree, index, size)?)
+    }
+
+    fn consistency_proof(&self, old: u64, new: u64) -> Result<Vec<merkle::Hash>> {
+        Ok(merkle::consistency_proof(&self.tree, old, new)?)
+    }
+
+    fn root_at(&self, size: u64) -> Result<merkle::Hash> {
+        Ok(merkle::root_at(&self.tree, size)?)
+    }
+
+    fn origin(&self) -> String {
+        self.origin.clone()
+    }
+
+    fn ledger_key(&self) -> &ed25519_dalek::SigningKey {
+        &self.ledger_key
+    }
+
+    fn keys(&self) -> crate::projection::KeysProjection {
+        self.state.keys.clone()
+    }
+
+    fn blob(&self, digest: &crate::blobs::BlobDigest) -> Result<Option<Vec<u8>>> {
+        Ok(self.blobs.get(digest).cloned())
+    }
+
+    fn oid_record(&self, oid: &str) -> Option<crate::domain::OidRecord> {
+        self.state.domain.oids.oids.get(oid).cloned()
+    }
+}

@@ -125,9 +125,15 @@ pub fn install_panic_hook() {
         if let Some(location) = info.location()
             && panic_is_inside_sled(location.file())
         {
+            let payload = info.payload();
+            let message = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("(no message)");
             tracing::debug!(
                 at = %location,
-                message = info.payload_as_str().unwrap_or("(no message)"),
+                message,
                 "sled panicked; the ledger reports it as damage"
             );
             return;

@@ -8,7 +8,8 @@
 //! checkpoints, snapshots, the anchor, proofs through the Merkle functions
 //! against an in-memory tree, the log on top (append, reopen, replay
 //! verification), corruption (a deleted event, a rewritten event: the open
-//! refuses naming where), and a crash (a writer process killed with
+//! refuses naming where; what a lost event leaves still gives the
+//! anchored root, as `recover --salvage-out` needs), and a crash (a writer process killed with
 //! SIGKILL in the middle of its commits loses nothing it acknowledged).
 
 mod support;
@@ -374,6 +375,84 @@ fn a_damaged_stored_leaf_hash_is_rebuilt_from_the_event_bytes_and_proofs_verify(
         );
         assert!(verify(b, &log).findings.is_empty(), "{:?}", b.kind);
     });
+}
+
+#[test]
+fn after_a_lost_event_what_the_store_still_yields_gives_the_anchored_root() {
+    each_backend(|b| {
+        // Given a closed ledger of 300 events (one full tile) whose event
+        // 100 is lost (in a tile bundle, with every entry after it in the
+        // bundle: the file is cut there; appended in 30 commits, so that
+        // the anchor's ring, which keeps the last 8 commits to redo, does
+        // not hold it),
+        let log = b.create();
+        for commit in 0..30 {
+            let batch = (0..10)
+                .map(|i| set("x", &(commit * 10 + i).to_string(), &author(1)))
+                .collect();
+            for r in log.append_many(batch).unwrap() {
+                r.unwrap();
+            }
+        }
+        log.close().unwrap();
+        drop(log);
+        b.delete_event(100);
+        // when what survives is read as `recover` reads it (the readable
+        // events, the leaf hashes kept, and what lies past the store's
+        // length),
+        let store = b.salvage_store();
+        let (_, verifier) = docket_log::sequencer::read_config(b.path()).unwrap();
+        let anchor = store.anchor().unwrap().expect("the anchor");
+        let anchored = docket_log::checkpoint::open_note(&anchor, &verifier).unwrap();
+        assert_eq!(anchored.size, 300);
+        let len = store.len().unwrap();
+        let mut read: std::collections::BTreeMap<u64, Vec<u8>> =
+            store.salvage_range(0, len).unwrap().0.into_iter().collect();
+        let mut kept: std::collections::BTreeMap<u64, merkle::Hash> =
+            store.leaf_hashes(0, len).unwrap().into_iter().collect();
+        let past = store.salvage_past_len(anchored.size).unwrap();
+        read.extend(past.events);
+        kept.extend(past.leaves);
+        // then every event below the anchored size has its bytes or a kept
+        // leaf, together giving the anchored root,
+        let mut tree = MemoryTree::new();
+        for seq in 0..anchored.size {
+            let leaf = read
+                .get(&seq)
+                .map(|bytes| merkle::leaf_hash(bytes))
+                .or_else(|| kept.get(&seq).copied())
+                .unwrap_or_else(|| panic!("{:?}: no bytes and no leaf for {seq}", b.kind));
+            tree.push(leaf);
+        }
+        assert_eq!(
+            tree.root(),
+            anchored.root,
+            "{:?}: len {len}, read {:?}, kept {:?}",
+            b.kind,
+            runs_of(read.keys().copied()),
+            runs_of(kept.keys().copied())
+        );
+        // and every event after the lost one is read (the tile store finds
+        // them past the cut in the later bundle), the lost one is not.
+        assert!(!read.contains_key(&100), "{:?}", b.kind);
+        let first_after = if b.kind == Kind::Tiles { 256 } else { 101 };
+        for seq in first_after..anchored.size {
+            assert!(read.contains_key(&seq), "{:?}: event {seq}", b.kind);
+        }
+    });
+}
+
+/// Consecutive sequence numbers as inclusive `(first, last)` runs (for
+/// failure messages).
+fn runs_of(seqs: impl Iterator<Item = u64>) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for s in seqs {
+        match out.last_mut() {
+            Some((_, b)) if *b + 1 == s => *b = s,
+            _ => out.push((s, s)),
+        }
+    }
+    out
 }
 
 /// The writer process of [`a_writer_killed_mid_commit_loses_nothing_acknowledged`]:

@@ -253,6 +253,17 @@ impl Backend {
         }
     }
 
+    /// The closed ledger's store opened to read what damage left
+    /// (`docket recover`'s way: the tile store even without its commit
+    /// log).
+    pub fn salvage_store(&self) -> Arc<dyn Store> {
+        match self.kind {
+            Kind::Sled => Arc::new(SledStore::open(self.path()).expect("sled store")),
+            Kind::Tiles => Arc::new(TileStore::open_to_salvage(self.path()).expect("tile store")),
+            Kind::Postgres => Arc::new(PgStore::open(self.url()).expect("pg store")),
+        }
+    }
+
     /// Deletes event `seq` from the store (the ledger is closed). In a tile
     /// bundle, which holds its events in order, the ones after it go too.
     pub fn delete_event(&self, seq: u64) {

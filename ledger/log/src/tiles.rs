@@ -2419,6 +2419,22 @@ impl TileStore {
                 return Ok(report);
             }
         }
+        // Full entry bundles: nothing after their 256 entries.
+        for index in 0..len / TILE_WIDTH {
+            if !keep_going() {
+                return Ok(report);
+            }
+            if let Some((end, excess)) = self.full_bundle_excess(index)? {
+                report.damage.push((
+                    format!("tiles/{}, byte {end}", bundle_path(index)),
+                    format!(
+                        "{excess} bytes after the bundle's 256 entries: not part of any event \
+                         (the entries are intact); the server's background check cuts them off \
+                         when the entries give the anchored root"
+                    ),
+                ));
+            }
+        }
         // Hash tiles above level 0, each against the level below.
         let mut level = 1u8;
         while let Some(full) = len
@@ -2543,6 +2559,22 @@ impl TileStore {
             .collect()
     }
 
+    /// Where full bundle `index`'s 256 entries end and how many bytes
+    /// follow them in its file (`None`: none follow, or the file is missing
+    /// or does not hold 256 intact entries, which the event reads report).
+    fn full_bundle_excess(&self, index: u64) -> Result<Option<(usize, usize)>> {
+        let path = self.path(&bundle_path(index));
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(LogError::io(path, e)),
+        };
+        Ok(match parse_full_bundle(&bytes) {
+            Ok((_, excess)) if excess > 0 => Some((bytes.len() - excess, excess)),
+            _ => None,
+        })
+    }
+
     /// [`Store::rebuild_derived_tree`]: every full hash tile recomputed
     /// from the entry bundles (level 0) and the level below (levels 1 and
     /// up), and, only if the bundles give `root` at `size`, every stored
@@ -2597,6 +2629,24 @@ impl TileStore {
         // The bytes give the signed root: every stored tile that differs
         // from them is a damaged derived copy.
         let mut rewritten = Vec::new();
+        // And bytes after a full bundle's 256 entries are part of no event
+        // (the entries just gave the root without them): cut off.
+        for index in 0..len / TILE_WIDTH {
+            if let Some((end, excess)) = self.full_bundle_excess(index)? {
+                let rel = bundle_path(index);
+                let path = self.path(&rel);
+                let file = OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map_err(|e| LogError::io(&path, e))?;
+                file.set_len(end as u64)
+                    .and_then(|()| file.sync_all())
+                    .map_err(|e| LogError::io(&path, e))?;
+                rewritten.push(format!(
+                    "tiles/{rel} (the {excess} bytes after its 256 entries, from byte {end})"
+                ));
+            }
+        }
         let mut level = 0u8;
         while !level_tiles.is_empty() {
             for (index, hashes) in &level_tiles {

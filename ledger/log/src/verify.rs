@@ -675,12 +675,18 @@ pub fn verify_log<M: StateMachine>(
     if let Some(a) = &anchor
         && a.size > len
     {
+        // What the store can tell about why (its files), as the open says.
+        let why = match store.explain_shortfall(a.size) {
+            Ok(Some(why)) => format!("; {why}"),
+            Ok(None) => String::new(),
+            Err(e) => format!("; reading the store further to say why failed: {e}"),
+        };
         findings.push(
             FindingKind::Sequence,
             Some(len),
             format!(
                 "the log holds {len} events but the ledger signed a checkpoint of size {}: \
-                 events {len}..{} are missing",
+                 events {len}..{} are missing{why}",
                 a.size, a.size
             ),
         );

@@ -982,6 +982,45 @@ fn given_a_damaged_hash_tile_before_the_open_tail_when_the_background_check_find
     }
 }
 
+#[test]
+fn given_bytes_appended_to_a_full_entry_bundle_when_checked_then_the_full_check_names_them_and_the_background_check_cuts_them_off()
+ {
+    // Given a closed ledger whose first full entry bundle (before the open
+    // tail) has 17 bytes appended after its 256 entries,
+    let (dir, n) = closed_log_longer_than_the_open_tail(Layout::Tiles);
+    let bundle = dir.path().join("tiles").join(tiles::bundle_path(0));
+    let intact = std::fs::read(&bundle).unwrap();
+    let mut grown = intact.clone();
+    grown.extend_from_slice(&[0x5A; 17]);
+    std::fs::write(&bundle, &grown).unwrap();
+    // when the full check runs, then it names the file and the byte where
+    // the stray bytes begin (a structure finding, exit 5),
+    let report = verify(dir.path());
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::Structure)
+        .unwrap_or_else(|| panic!("no structure finding: {:?}", report.findings));
+    assert!(
+        finding.detail.contains(&format!("byte {}", intact.len()))
+            || finding.to_string().contains(&format!("byte {}", intact.len())),
+        "{finding:?}"
+    );
+    assert!(finding.detail.contains("17 bytes"), "{finding:?}");
+    // and when the ledger opens, the background check cuts them off (the
+    // entries give the anchored root without them) and the log goes on.
+    let log = open(dir.path()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while std::fs::read(&bundle).unwrap() != intact && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(std::fs::read(&bundle).unwrap(), intact, "the stray bytes were cut off");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(log.failure(), None);
+    log.append(set("y", "after", &author(1))).unwrap();
+    close_and_verify(log, dir.path(), n + 1);
+}
+
 /// A closed ledger of `OPEN_TAIL + 904` events (the first
 /// level-0 tiles lie before the tail the open re-reads).
 fn closed_log_longer_than_the_open_tail(layout: Layout) -> (tempfile::TempDir, u64) {

@@ -1003,7 +1003,9 @@ fn given_bytes_appended_to_a_full_entry_bundle_when_checked_then_the_full_check_
         .unwrap_or_else(|| panic!("no structure finding: {:?}", report.findings));
     assert!(
         finding.detail.contains(&format!("byte {}", intact.len()))
-            || finding.to_string().contains(&format!("byte {}", intact.len())),
+            || finding
+                .to_string()
+                .contains(&format!("byte {}", intact.len())),
         "{finding:?}"
     );
     assert!(finding.detail.contains("17 bytes"), "{finding:?}");
@@ -1014,7 +1016,11 @@ fn given_bytes_appended_to_a_full_entry_bundle_when_checked_then_the_full_check_
     while std::fs::read(&bundle).unwrap() != intact && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert_eq!(std::fs::read(&bundle).unwrap(), intact, "the stray bytes were cut off");
+    assert_eq!(
+        std::fs::read(&bundle).unwrap(),
+        intact,
+        "the stray bytes were cut off"
+    );
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(log.failure(), None);
     log.append(set("y", "after", &author(1))).unwrap();

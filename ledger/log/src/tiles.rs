@@ -3850,6 +3850,57 @@ mod tests {
         assert_eq!(indexes, vec![3, 5, 6, 7]);
     }
 
+    proptest::proptest! {
+        /// Damaged bundle bytes (any bytes overwritten, cut or inserted)
+        /// never make the resync panic, and every entry it returns is one
+        /// whose bytes hash to its kept leaf, at an index after the
+        /// intact ones, in increasing order.
+        #[test]
+        fn resync_takes_only_entries_that_hash_to_their_leaf(
+            sizes in proptest::collection::vec(9usize..200, 1..40),
+            edits in proptest::collection::vec((0usize..10_000, 0u8..3, proptest::num::u8::ANY), 0..6),
+        ) {
+            let first = 256u64;
+            let events: Vec<Vec<u8>> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    let mut e = vec![0x01];
+                    e.extend_from_slice(&(first + i as u64).to_be_bytes());
+                    e.resize(*n, b'a' + (i % 26) as u8);
+                    e
+                })
+                .collect();
+            let leaves: Vec<Hash> = events.iter().map(|e| merkle::leaf_hash(e)).collect();
+            let mut bytes = Vec::new();
+            for e in &events {
+                bytes.extend_from_slice(&u16::try_from(e.len()).unwrap().to_be_bytes());
+                bytes.extend_from_slice(e);
+            }
+            for (at, op, value) in edits {
+                if bytes.is_empty() {
+                    break;
+                }
+                let at = at % bytes.len();
+                match op {
+                    0 => bytes[at] = value,
+                    1 => bytes.truncate(at),
+                    _ => bytes.insert(at, value),
+                }
+            }
+            let (intact, end, _) = bundle_prefix(&bytes, TILE_WIDTH);
+            let intact = intact.len().min(leaves.len());
+            let found = resync_entries(&bytes, end, first, intact, &leaves);
+            let mut last = None;
+            for (i, entry) in &found {
+                proptest::prop_assert!(*i >= intact);
+                proptest::prop_assert!(last.is_none_or(|l| l < *i));
+                proptest::prop_assert_eq!(merkle::leaf_hash(entry), leaves[*i]);
+                last = Some(*i);
+            }
+        }
+    }
+
     #[test]
     fn tile_paths_follow_c2sp() {
         assert_eq!(tile_index_path(0), "000");

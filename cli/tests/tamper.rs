@@ -428,15 +428,27 @@ fn a_torn_entry_bundle_is_named_by_the_full_check_and_recover_exports_the_events
         "{v}"
     );
     // and recover exports the events before the tear (each commit stored a
-    // signed checkpoint), which audit clean, and exits 5 (events were lost).
+    // signed checkpoint), which audit clean, and exits 5 (events were lost);
     let out = dir.path().join("bundle");
-    let (code, v) = recover(&data, &out);
+    let salvage = dir.path().join("salvage");
+    let (code, v) = recover_salvaging(&data, &out, &salvage);
     assert_eq!(code, Some(5), "{v}");
     let first = v["plan"]["first_damage"].as_u64().unwrap();
     let prefix = v["plan"]["prefix"].as_u64().unwrap();
     assert!(first > 0 && first < 256, "{v}");
     assert!(prefix > 0 && prefix <= first, "{v}");
     audits_clean(&out, &vkey);
+    // with --salvage-out, the events the cut took (the bytes after it are
+    // gone) are missing, and every event of the later bundles is carried,
+    // proved by the anchor's checkpoint.
+    let missing = &v["salvage"]["missing"];
+    let first_lost = missing[0][0].as_u64().unwrap();
+    assert_eq!(first_lost, first, "{v}");
+    assert_eq!(missing, &serde_json::json!([[first_lost, 255]]), "{v}");
+    assert_eq!(
+        audited_ranges(&salvage, &vkey),
+        serde_json::json!([[0, first_lost - 1], [256, 600]])
+    );
 }
 
 /// `docket --json --data DATA recover --out OUT --salvage-out SALVAGE`.
@@ -522,33 +534,6 @@ fn given_one_event_lost_in_the_middle_when_recovering_then_every_event_after_it_
             "{layout:?}"
         );
     }
-}
-
-#[test]
-fn given_an_entry_bundle_cut_short_when_recovering_then_the_later_bundles_are_salvaged() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("d");
-    ledger_of_layout(&data, 600, Layout::Tiles);
-    let vkey = vkey_of(&data);
-    // Given the first full entry bundle cut in the middle of its entries
-    // (the bytes after the cut are gone),
-    let bundle0 = data.join("tiles/tile/entries/000");
-    let bytes = std::fs::read(&bundle0).unwrap();
-    std::fs::write(&bundle0, &bytes[..bytes.len() / 2]).unwrap();
-    // when recover runs with --salvage-out,
-    let salvage = dir.path().join("salvage");
-    let (code, v) = recover_salvaging(&data, &dir.path().join("prefix"), &salvage);
-    assert_eq!(code, Some(5), "{v}");
-    // then the events the cut took are missing, and every event of the
-    // later bundles is carried, proved by the anchor's checkpoint.
-    let missing = &v["salvage"]["missing"];
-    let first_lost = missing[0][0].as_u64().unwrap();
-    assert!(first_lost > 0 && first_lost < 256, "{v}");
-    assert_eq!(missing, &serde_json::json!([[first_lost, 255]]), "{v}");
-    assert_eq!(
-        audited_ranges(&salvage, &vkey),
-        serde_json::json!([[0, first_lost - 1], [256, 600]])
-    );
 }
 
 #[test]

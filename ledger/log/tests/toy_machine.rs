@@ -965,10 +965,7 @@ fn given_a_damaged_hash_tile_before_the_open_tail_when_the_background_check_find
         // reaches the tile, then the tile is rewritten from the event bytes
         // and the log does not stop.
         let log = open(dir.path()).unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        while std::fs::read(&tile).unwrap() != before && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        wait_until_file_holds(&tile, &before);
         assert_eq!(
             std::fs::read(&tile).unwrap(),
             before,
@@ -1012,10 +1009,7 @@ fn given_bytes_appended_to_a_full_entry_bundle_when_checked_then_the_full_check_
     // and when the ledger opens, the background check cuts them off (the
     // entries give the anchored root without them) and the log goes on.
     let log = open(dir.path()).unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while std::fs::read(&bundle).unwrap() != intact && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until_file_holds(&bundle, &intact);
     assert_eq!(
         std::fs::read(&bundle).unwrap(),
         intact,
@@ -1025,6 +1019,15 @@ fn given_bytes_appended_to_a_full_entry_bundle_when_checked_then_the_full_check_
     assert_eq!(log.failure(), None);
     log.append(set("y", "after", &author(1))).unwrap();
     close_and_verify(log, dir.path(), n + 1);
+}
+
+/// Waits (up to two minutes) until the file at `path` holds `bytes`: a
+/// repair by the background check, which runs on a thread of its own.
+fn wait_until_file_holds(path: &Path, bytes: &[u8]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while std::fs::read(path).unwrap() != bytes && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// A closed ledger of `OPEN_TAIL + 904` events (the first

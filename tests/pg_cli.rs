@@ -156,4 +156,38 @@ fn init_append_migrate_both_ways_and_refuse_damage() {
     let (code, out, err) = docket(&["--data", s(&d), "--store", &db2, "checkpoint"], "");
     assert_eq!(code, 5, "{out}{err}");
     assert!(err.contains("event 2"), "{err}");
+    // recover --salvage-out reads the database too: the prefix stops before
+    // the hole, and the salvage carries event 3 after it, proved by the
+    // anchor's checkpoint (exit 5: event 2 is lost).
+    let salvage = base.path().join("salvage-bundle");
+    let (code, out, err) = docket(
+        &[
+            "--json",
+            "--data",
+            s(&d),
+            "--store",
+            &db2,
+            "recover",
+            "--out",
+            s(&base.path().join("prefix-after-damage")),
+            "--salvage-out",
+            s(&salvage),
+        ],
+        "",
+    );
+    assert_eq!(code, 5, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["salvage"]["tree_size"], 4, "{v}");
+    assert_eq!(v["salvage"]["missing"], serde_json::json!([[2, 2]]), "{v}");
+    let vkey = ok(&["--data", s(&d2), "checkpoint", "--vkey"], "");
+    let audit = ok(
+        &["--json", "audit", s(&salvage), "--trusted-key", vkey.trim()],
+        "",
+    );
+    let audit: serde_json::Value = serde_json::from_str(audit.trim()).unwrap();
+    assert_eq!(
+        audit["report"]["ranges"],
+        serde_json::json!([[0, 1], [3, 3]]),
+        "{audit}"
+    );
 }

@@ -537,6 +537,31 @@ fn given_one_event_lost_in_the_middle_when_recovering_then_every_event_after_it_
 }
 
 #[test]
+fn given_a_damaged_sled_file_when_checked_or_recovered_then_the_file_is_left_as_it_was() {
+    // Given a sled ledger whose log/db has 4 KiB zeroed in the middle
+    // (sled's own recovery at open would drop and zero what follows),
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 300, Layout::Sled);
+    let db = data.join("log/db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    bytes[40_000..44_096].fill(0);
+    std::fs::write(&db, &bytes).unwrap();
+    // when the full check and recover read it (both report damage),
+    let (code, v) = replay_verify(&data);
+    assert_eq!(code, 5, "{v}");
+    let (code, v) = recover_salvaging(
+        &data,
+        &dir.path().join("prefix"),
+        &dir.path().join("salvage"),
+    );
+    assert_ne!(code, Some(0), "{v}");
+    // then the damaged file is byte for byte what it was: they read a
+    // private copy (the evidence is kept for whoever investigates).
+    assert!(std::fs::read(&db).unwrap() == bytes, "log/db was rewritten");
+}
+
+#[test]
 fn given_an_intact_ledger_when_recovering_with_salvage_then_no_salvage_bundle_is_written() {
     // Given an intact ledger (the prefix is the whole anchored log),
     let dir = tempfile::tempdir().unwrap();

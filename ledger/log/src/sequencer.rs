@@ -480,7 +480,14 @@ pub fn read_config(dir: &Path) -> Result<(LogConfigFile, NoteVerifier)> {
 /// reported as corruption of `log/`, never as a crash.
 pub fn open_store_for_verification(dir: &Path) -> Result<(Arc<dyn Store>, NoteVerifier)> {
     let (_, verifier) = read_config(dir)?;
-    Ok((open_local_store(dir)?, verifier))
+    let store: Arc<dyn Store> = match Layout::of(dir) {
+        // sled's recovery at open would rewrite a damaged file: a copy.
+        Layout::Sled if dir.join(Layout::Sled.store_dir()).exists() => {
+            Arc::new(open_sled_copy_guarded(dir)?)
+        }
+        _ => open_local_store(dir)?,
+    };
+    Ok((store, verifier))
 }
 
 /// As [`open_store_for_verification`], for recovering what a damaged data
@@ -492,6 +499,10 @@ pub fn open_store_to_salvage(dir: &Path) -> Result<(Arc<dyn Store>, NoteVerifier
         Layout::Tiles if dir.join(Layout::Tiles.store_dir()).exists() => {
             Arc::new(crate::tiles::TileStore::open_to_salvage(dir)?)
         }
+        // sled's recovery at open would rewrite a damaged file: a copy.
+        Layout::Sled if dir.join(Layout::Sled.store_dir()).exists() => {
+            Arc::new(open_sled_copy_guarded(dir)?)
+        }
         _ => open_local_store(dir)?,
     };
     Ok((store, verifier))
@@ -500,8 +511,17 @@ pub fn open_store_to_salvage(dir: &Path) -> Result<(Arc<dyn Store>, NoteVerifier
 /// [`SledStore::open`], with a panic inside sled turned into
 /// [`LogError::Corrupt`] naming `log/`.
 pub fn open_sled_guarded(dir: &Path) -> Result<SledStore> {
-    let dir = dir.to_path_buf();
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| SledStore::open(&dir))) {
+    sled_open_guarded(|| SledStore::open(dir))
+}
+
+/// [`SledStore::open_copy`] (a private copy, for reading a store that may be
+/// damaged), guarded as [`open_sled_guarded`].
+pub fn open_sled_copy_guarded(dir: &Path) -> Result<SledStore> {
+    sled_open_guarded(|| SledStore::open_copy(dir))
+}
+
+fn sled_open_guarded(open: impl FnOnce() -> Result<SledStore>) -> Result<SledStore> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(open)) {
         // sled's own corruption report is damage; an I/O error (a lock
         // held by another process, permissions) stays what it is.
         Ok(r) => r.map_err(|e| match e {

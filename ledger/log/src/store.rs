@@ -349,6 +349,41 @@ pub struct SledStore {
     /// Loads `upper` in the background after open (so an open does not
     /// cost a scan of every upper node); stopped and joined on drop.
     upper_loader: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
+    /// For [`SledStore::open_copy`]: the copy sled opened (removed on drop,
+    /// after the fields above: fields drop in declaration order) and the
+    /// lock held on the original. Held only to be dropped.
+    _copy: Option<SledCopy>,
+}
+
+/// A private copy of a sled store's `log/` ([`SledStore::open_copy`]),
+/// removed when dropped, with a lock on the original's `log/db` held as
+/// long as the copy is in use.
+#[derive(Debug)]
+struct SledCopy {
+    dir: PathBuf,
+    _original_lock: File,
+}
+
+impl Drop for SledCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Copies the directory `from` into `to` (created), recursively.
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).map_err(|e| LogError::io(to, e))?;
+    for entry in std::fs::read_dir(from).map_err(|e| LogError::io(from, e))? {
+        let entry = entry.map_err(|e| LogError::io(from, e))?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().map_err(|e| LogError::io(&src, e))?;
+        if kind.is_dir() {
+            copy_dir(&src, &dst)?;
+        } else if kind.is_file() {
+            std::fs::copy(&src, &dst).map_err(|e| LogError::io(&src, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// The in-memory upper Merkle levels. Until `loaded`, lookups go to sled and
@@ -458,7 +493,51 @@ impl SledStore {
     /// never silently recreated, because a fresh empty store would hide a
     /// lost log.
     pub fn open(dir: &Path) -> Result<Self> {
-        let log_dir = dir.join("log");
+        Self::open_at(dir, dir.join("log"), None)
+    }
+
+    /// Opens a private copy of the store under `dir`, for commands that
+    /// only read a store that may be damaged (`replay --verify`, `recover`,
+    /// the source of `migrate`): sled's own recovery at open rewrites a
+    /// damaged `log/db` (it drops what follows a bad segment and zeroes it),
+    /// which must not happen to the evidence. `log/` is copied to the
+    /// system's temporary directory and sled opens the copy; the anchor and
+    /// snapshots are read in place. The original `log/db` stays locked (as
+    /// sled locks it) while the copy is in use, so a server cannot start on
+    /// it meanwhile; one already running is reported as sled reports it
+    /// (`could not acquire lock`). Costs one copy of `log/` (about 1.4 KB
+    /// per event).
+    pub fn open_copy(dir: &Path) -> Result<Self> {
+        let original = dir.join("log");
+        require_dirs(&[&original, &dir.join("snapshots")])?;
+        let db_path = original.join("db");
+        let lock = File::open(&db_path).map_err(|e| LogError::io(&db_path, e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(LogError::io(
+                    &db_path,
+                    std::io::Error::other(
+                        "could not acquire lock: another process holds this ledger's store",
+                    ),
+                ));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(LogError::io(&db_path, e)),
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let copy_dir_path =
+            std::env::temp_dir().join(format!("docket-sled-copy-{}-{nanos}", std::process::id()));
+        let copy = SledCopy {
+            dir: copy_dir_path.clone(),
+            _original_lock: lock,
+        };
+        copy_dir(&original, &copy_dir_path)?;
+        Self::open_at(dir, copy_dir_path, Some(copy))
+    }
+
+    fn open_at(dir: &Path, log_dir: PathBuf, copy: Option<SledCopy>) -> Result<Self> {
         let snapshot_dir = dir.join("snapshots");
         require_dirs(&[&log_dir, &snapshot_dir])?;
         let anchor = Anchor::open(&dir.join("anchor"))?;
@@ -492,7 +571,11 @@ impl SledStore {
                 }
                 other => {
                     break other.map_err(|e| {
-                        LogError::store(format!("opening {}", log_dir.display()), e)
+                        let what = match &copy {
+                            Some(_) => format!("opening a private copy of {}", dir.join("log").display()),
+                            None => format!("opening {}", log_dir.display()),
+                        };
+                        LogError::store(what, e)
                     })?;
                 }
             }
@@ -521,6 +604,7 @@ impl SledStore {
             synced_names: std::sync::Mutex::default(),
             upper,
             upper_loader: Some((stop, loader)),
+            _copy: copy,
         };
         // Whatever sled wrote while opening (recovery) is made durable now.
         store.sync()?;

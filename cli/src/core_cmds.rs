@@ -895,6 +895,17 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
             _ => {}
         }
         if let Some(found) = salvage_plan
+            && let Some(anchor) = found.anchor_size
+        {
+            s += &format!(
+                "\nwhat survives does not prove the ledger's latest signed checkpoint (size \
+                 {anchor}): the salvage ends at size {}, and events {}..={} are not in it",
+                found.tree_size,
+                found.tree_size,
+                anchor - 1
+            );
+        }
+        if let Some(found) = salvage_plan
             && !found.missing.is_empty()
         {
             let ranges: Vec<String> = found

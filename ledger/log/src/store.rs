@@ -117,8 +117,12 @@ pub trait Store: NodeSource + Send + Sync {
     /// with gaps. A store whose length ends where damage cut its run of
     /// events short (the tile store after a torn entry bundle) still holds
     /// events and leaves after the damage; those can be proved by a signed
-    /// checkpoint whose tree reaches them. The default, for stores whose
-    /// length is where their files end, returns nothing.
+    /// checkpoint whose tree reaches them. A store may start before its
+    /// length (the tile store: at the start of the bundle the length ends
+    /// in), where what it returns is read more carefully than
+    /// [`Store::salvage_range`] and [`Store::leaf_hashes`] read it; callers
+    /// prefer it for those events. The default, for stores whose length is
+    /// where their files end, returns nothing.
     fn salvage_past_len(&self, to: u64) -> Result<SalvagedPastLen> {
         let _ = to;
         Ok(SalvagedPastLen::default())

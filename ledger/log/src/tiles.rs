@@ -81,6 +81,26 @@ pub fn oversized_entry(event: &[u8]) -> Vec<u8> {
     out
 }
 
+/// What [`TileStore::salvage_entries`] found in a damaged bundle.
+struct SalvagedEntries {
+    /// The entries it yields, by sequence number.
+    entries: BTreeMap<u64, Entry>,
+    /// Why the run of intact entries ended.
+    damage: String,
+}
+
+impl Entry {
+    /// The leaf hash the entry stands for: its bytes' for an event kept
+    /// inline, the one a large event's stand-in names (its file is checked
+    /// against it when read).
+    fn claimed_leaf(&self) -> Hash {
+        match self {
+            Entry::Inline(b) => merkle::leaf_hash(b),
+            Entry::Large { leaf, .. } => *leaf,
+        }
+    }
+}
+
 /// Reads a bundle entry: the event itself, or the stand-in of a large one
 /// (`None` for bytes that are neither).
 fn read_entry(entry: &[u8]) -> Option<Entry> {
@@ -2494,32 +2514,17 @@ impl TileStore {
     fn salvage_bundle(&self, from: u64, to: u64) -> Result<crate::store::SalvagedRange> {
         let index = from / TILE_WIDTH;
         let location = format!("tiles/{}", bundle_path(index));
-        let mut entries = Vec::new();
-        let mut resynced: BTreeMap<u64, Entry> = BTreeMap::new();
+        let mut entries: BTreeMap<u64, Entry> = BTreeMap::new();
         let mut damage = "the entry bundle is missing".to_string();
-        let bundle = self.read_bundle_file(index)?;
-        if let Some(bytes) = &bundle {
-            let (raw, _, stopped) = bundle_prefix(bytes, TILE_WIDTH);
-            entries = raw.iter().map_while(|e| read_entry(e)).collect();
-            resynced = self.resynced(index, bytes, entries.len());
-            damage = match stopped {
-                _ if entries.len() < raw.len() => {
-                    format!(
-                        "entry {} is neither an event nor a large event's stand-in",
-                        entries.len()
-                    )
-                }
-                Some(why) => why,
-                None => format!("the bundle ends after {} entries", entries.len()),
-            };
+        if let Some(bytes) = self.read_bundle_file(index)? {
+            let salvaged = self.salvage_entries(index, &bytes);
+            damage = salvaged.damage;
+            entries = salvaged.entries;
         }
         let mut events = Vec::new();
         let mut unreadable = Vec::new();
         for seq in from..to {
-            let Some(entry) = entries
-                .get((seq % TILE_WIDTH) as usize)
-                .or_else(|| resynced.get(&seq))
-            else {
+            let Some(entry) = entries.get(&seq) else {
                 unreadable.push((seq, location.clone(), damage.clone()));
                 continue;
             };
@@ -2534,29 +2539,59 @@ impl TileStore {
         Ok((events, unreadable))
     }
 
-    /// The entries of bundle `index` after the first `intact` (where its
-    /// parse stopped), found again by [`resync_entries`] with the leaves
-    /// its full level-0 tile file kept (read as it is: nothing recomputed);
-    /// none when that file is missing or damaged. Keyed by sequence number.
-    fn resynced(&self, index: u64, bytes: &[u8], intact: usize) -> BTreeMap<u64, Entry> {
-        if intact as u64 >= TILE_WIDTH {
-            return BTreeMap::new();
-        }
-        let Some(leaves) = fs::read(self.path(&hash_tile_path(0, index)))
+    /// The entries of bundle `index` that its damaged file `bytes` still
+    /// yields, by sequence number: those before the first damage and, when
+    /// its full level-0 tile file is there (read as it is: nothing
+    /// recomputed), only those whose bytes hash to the leaf it kept (a
+    /// garbled length that still frames whole entries gives entries that
+    /// are not the events: the first of them ends the run), then those
+    /// found again after the damage by [`resync_entries`]. With why the
+    /// run ended.
+    fn salvage_entries(&self, index: u64, bytes: &[u8]) -> SalvagedEntries {
+        let (raw, _, stopped) = bundle_prefix(bytes, TILE_WIDTH);
+        let mut parsed: Vec<Entry> = raw.iter().map_while(|e| read_entry(e)).collect();
+        let mut damage = match &stopped {
+            _ if parsed.len() < raw.len() => format!(
+                "entry {} is neither an event nor a large event's stand-in",
+                parsed.len()
+            ),
+            Some(why) => why.clone(),
+            None => format!("the bundle ends after {} entries", parsed.len()),
+        };
+        let leaves = fs::read(self.path(&hash_tile_path(0, index)))
             .ok()
             .and_then(|b| parse_tile(&b))
-            .filter(|h| h.len() as u64 == TILE_WIDTH)
-        else {
-            return BTreeMap::new();
-        };
-        // The parse stopped inside the damaged entry or at its length:
-        // look from the end of the last intact entry.
-        let (_, at, _) = bundle_prefix(bytes, intact as u64);
+            .filter(|h| h.len() as u64 == TILE_WIDTH);
         let first = index * TILE_WIDTH;
-        resync_entries(bytes, at, first, intact, &leaves)
-            .into_iter()
-            .filter_map(|(i, e)| Some((first + i as u64, read_entry(e)?)))
-            .collect()
+        if let Some(leaves) = &leaves {
+            let matching = parsed
+                .iter()
+                .zip(leaves)
+                .take_while(|(entry, leaf)| entry.claimed_leaf() == **leaf)
+                .count();
+            if matching < parsed.len() {
+                damage = format!(
+                    "entry {matching} does not hash to the leaf tiles/{} kept (a garbled \
+                     length or altered bytes)",
+                    hash_tile_path(0, index)
+                );
+                parsed.truncate(matching);
+            }
+        }
+        let intact = parsed.len();
+        let mut entries: BTreeMap<u64, Entry> = (first..).zip(parsed).collect();
+        if let Some(leaves) = leaves
+            && (intact as u64) < TILE_WIDTH
+        {
+            // Look from the end of the last intact entry.
+            let (_, at, _) = bundle_prefix(bytes, intact as u64);
+            for (i, e) in resync_entries(bytes, at, first, intact, &leaves) {
+                if let Some(entry) = read_entry(e) {
+                    entries.insert(first + i as u64, entry);
+                }
+            }
+        }
+        SalvagedEntries { entries, damage }
     }
 
     /// Where full bundle `index`'s 256 entries end and how many bytes
@@ -3354,23 +3389,26 @@ impl Store for TileStore {
         Ok((events, unreadable))
     }
 
-    /// Past the run of events the store's length ends at (a torn entry
-    /// bundle, a missing one), every bundle file up to `to` is read as far
-    /// as its entries go, and every full level-0 hash tile file gives its
-    /// leaves. Nothing is written, nothing recomputed.
+    /// From the start of the bundle the store's length ends in (a torn
+    /// entry bundle, a missing one), every bundle file up to `to` is read
+    /// as far as its entries go (checked against, and found again by, the
+    /// leaves of its level-0 tile file), and every full level-0 hash tile
+    /// file gives its leaves. Nothing is written, nothing recomputed.
     fn salvage_past_len(&self, to: u64) -> Result<crate::store::SalvagedPastLen> {
         let len = self.read_view().len;
         let mut found = crate::store::SalvagedPastLen::default();
         let mut index = len / TILE_WIDTH;
+        // From the start of the bundle the length ends in: a length cut
+        // inside a damaged bundle came from parsing it as the open one,
+        // entries a garbled length made up included, and its partial tile
+        // was recomputed from them; its own level-0 tile file and the
+        // entries checked against it are what the ledger wrote.
+        let from = index * TILE_WIDTH;
         while index * TILE_WIDTH < to {
             let first = index * TILE_WIDTH;
-            let wanted = |seq: u64| seq >= len && seq < to;
+            let wanted = |seq: u64| seq >= from && seq < to;
             if let Some(bytes) = self.read_bundle_file(index)? {
-                let (raw, _, _) = bundle_prefix(&bytes, TILE_WIDTH);
-                let intact: Vec<Entry> = raw.iter().map_while(|e| read_entry(e)).collect();
-                let resynced = self.resynced(index, &bytes, intact.len());
-                let entries = (first..).zip(intact).chain(resynced);
-                for (seq, entry) in entries {
+                for (seq, entry) in self.salvage_entries(index, &bytes).entries {
                     if !wanted(seq) {
                         continue;
                     }

@@ -189,8 +189,12 @@ pub struct Salvage {
     pub after_prefix: u64,
     /// The events below `tree_size` that are not carried, as inclusive
     /// `[first, last]` ranges: their bytes are gone or altered (only their
-    /// leaf hash survives, in the store's derived tree).
+    /// leaf hash survives, in the store's derived tree or the chain).
     pub missing: Vec<[u64; 2]>,
+    /// The anchor's size (the ledger's latest signed checkpoint) when it
+    /// is larger than `tree_size`: what survives does not prove the anchor,
+    /// and the events `tree_size..anchor_size` are not in the salvage.
+    pub anchor_size: Option<u64>,
 }
 
 /// A log with holes: the intact events of a damaged store and the leaf
@@ -245,7 +249,11 @@ pub fn salvage(
             candidates.entry(cp.size).or_insert((cp, note));
         }
     };
+    let mut anchor_size = None;
     if let Ok(Some(note)) = store.anchor() {
+        anchor_size = checkpoint::open_note(&note, verifier)
+            .ok()
+            .map(|cp| cp.size);
         consider(note);
     }
     match store.checkpoints(prefix + 1, stored) {
@@ -275,25 +283,48 @@ pub fn salvage(
         next = to;
     }
     if largest > stored {
-        // Past the store's length: what its files hold after the damage.
+        // Past the store's length: what its files hold after the damage
+        // (read more carefully than the range above where they overlap).
         let past = store.salvage_past_len(largest)?;
-        for (seq, bytes) in past.events {
-            bytes_of.entry(seq).or_insert(bytes);
+        let from = past
+            .events
+            .first()
+            .map(|(s, _)| *s)
+            .into_iter()
+            .chain(past.leaves.first().map(|(s, _)| *s))
+            .min();
+        if let Some(from) = from {
+            // Events the careful read did not yield are not taken from the
+            // plain one either (they may be entries a garbled length made).
+            bytes_of.retain(|seq, _| *seq < from);
         }
-        for (seq, leaf) in past.leaves {
-            kept.entry(seq).or_insert(leaf);
-        }
+        bytes_of.extend(past.events);
+        kept.extend(past.leaves);
     }
-    // Two trees: the bytes' leaves first, and the kept leaves first.
+    // The chain is a third witness: event `seq + 1` names the leaf of
+    // `seq` in its `prev_hash`. Where it agrees with the bytes or with the
+    // kept leaf, that leaf is taken (a damaged kept leaf of an intact
+    // event, an altered event whose kept leaf is intact); where the bytes
+    // are gone, the first tree takes the chain's over the kept leaf.
+    let witness = |seq: u64| -> Option<merkle::Hash> {
+        let event = crate::event::Event::decode(bytes_of.get(&(seq + 1))?).ok()?;
+        (event.seq == seq + 1).then_some(event.prev_hash)
+    };
+    // Two trees where the witnesses leave a choice: the bytes' leaves
+    // first, and the kept leaves first.
     let mut from_bytes = merkle::MemoryTree::new();
     let mut from_kept = merkle::MemoryTree::new();
     for seq in 0..known_end {
         let read = bytes_of.get(&seq).map(|b| merkle::leaf_hash(b));
-        let (Some(a), Some(b)) = (
-            read.or_else(|| kept.get(&seq).copied()),
-            kept.get(&seq).copied().or(read),
-        ) else {
-            break; // neither bytes nor a kept leaf: no tree reaches past it
+        let stored = kept.get(&seq).copied();
+        let (a, b) = match witness(seq) {
+            Some(w) if read == Some(w) || stored == Some(w) => (Some(w), Some(w)),
+            // No agreement: the first tree trusts the bytes, else the
+            // chain; the second the kept leaf.
+            w => (read.or(w).or(stored), stored.or(read).or(w)),
+        };
+        let (Some(a), Some(b)) = (a, b) else {
+            break; // no leaf at all: no tree reaches past it
         };
         from_bytes.push(a);
         from_kept.push(b);
@@ -331,6 +362,7 @@ pub fn salvage(
             events: carried.len() as u64,
             after_prefix: carried.iter().filter(|&&s| s >= prefix).count() as u64,
             missing,
+            anchor_size: anchor_size.filter(|&a| a > size),
         };
         // The tree of exactly the checkpoint's size (an export proves
         // against the checkpoint covering the source's length).

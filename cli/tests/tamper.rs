@@ -613,6 +613,64 @@ fn given_a_garbled_length_or_a_damaged_kept_leaf_when_salvaging_then_only_the_da
 }
 
 #[test]
+fn given_a_copy_of_a_key_registration_stored_in_place_of_a_later_event_when_recovering_then_the_damage_is_where_it_is_stored()
+ {
+    // Given a ledger whose event 1 registers a key (signed, and valid where
+    // it belongs), stored again in place of event 266,
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let (ledger, info) =
+        docket_domain::ledger::init_with(&data, None, LedgerOptions::default()).unwrap();
+    let admin = keys::read_key_file(&info.admin_key_path).unwrap();
+    let other = keys::generate().unwrap();
+    let registration = format!(
+        "{{\"public_key\":\"{}\",\"roles\":[\"submitter\"]}}",
+        hex::encode(other.verifying_key().to_bytes())
+    );
+    ledger
+        .append(Statement::sign(
+            "key.registered",
+            registration.into_bytes(),
+            &admin,
+        ))
+        .unwrap();
+    for i in 0..300 {
+        let note = format!("{{\"n\":{i}}}").into_bytes();
+        ledger
+            .append(Statement::sign("x-note", note, &admin))
+            .unwrap();
+    }
+    ledger.close().unwrap();
+    drop(ledger);
+    let (from_path, from, from_len) = TileStore::locate_entry(&data, 1).unwrap();
+    let (to_path, to, to_len) = TileStore::locate_entry(&data, 266).unwrap();
+    let source = std::fs::read(&from_path).unwrap();
+    let from = usize::try_from(from).unwrap();
+    let copy = source[from - 2..from + from_len].to_vec();
+    let mut target = std::fs::read(&to_path).unwrap();
+    let at = usize::try_from(to).unwrap();
+    target.splice(at - 2..at + to_len, copy);
+    std::fs::write(&to_path, &target).unwrap();
+    // when the full check and recover run, then the damage is found at 266
+    // (where the copy is stored; it is not admitted there as the event 1
+    // it claims to be, which would refuse it as a second registration), so
+    // the provable prefix keeps events 0..266.
+    let (code, v) = replay_verify(&data);
+    assert_eq!(code, 5, "{v}");
+    let seqs: Vec<u64> = v["report"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["seq"].as_u64())
+        .collect();
+    assert!(seqs.iter().all(|&s| s >= 266), "{v}");
+    let (code, v) = recover(&data, &dir.path().join("bundle"));
+    assert_eq!(code, Some(5), "{v}");
+    assert_eq!(v["plan"]["first_damage"], 266, "{v}");
+    assert_eq!(v["plan"]["prefix"], 266, "{v}");
+}
+
+#[test]
 fn given_a_damaged_sled_file_when_checked_or_recovered_then_the_file_is_left_as_it_was() {
     // Given a sled ledger whose log/db has 4 KiB zeroed in the middle
     // (sled's own recovery at open would drop and zero what follows),

@@ -827,7 +827,11 @@ pub fn verify_log<M: StateMachine>(
                     Decode::Done(decoded),
                     &mut findings,
                 );
-                if let Some(e) = checked.event {
+                // An event stored where it does not belong (it says it is
+                // another) is a `Sequence` finding at its position: it is
+                // not admitted or folded there, so that what it would
+                // refuse or change is not filed under the number it claims.
+                if let Some(e) = checked.event.filter(|e| e.seq == *seq) {
                     events.push(e);
                 }
             }

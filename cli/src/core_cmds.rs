@@ -794,6 +794,13 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         // Any other failure worded and coded as for every key file.
         Err(_) => load_key(&key_path)?,
     };
+    if args.salvage_out.as_ref() == Some(&args.out) {
+        return Err(CliError::new(
+            exit::USAGE,
+            "--out and --salvage-out name the same path: the prefix and the salvage are two bundles",
+        )
+        .into());
+    }
     if let Some(path) = &args.salvage_out
         && std::fs::symlink_metadata(path).is_ok()
     {
@@ -924,8 +931,8 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
                 ranges.join(", ")
             );
         }
-        s +=
-            "\nverify it with: docket audit <bundle> --trusted-key \"$(docket checkpoint --vkey)\"";
+        s += "\nverify it with: docket audit <bundle> --trusted-key \"<the ledger's verifier key: \
+             `docket checkpoint --vkey` on a healthy copy or a backup>\"";
         s
     });
     Ok(code)

@@ -710,6 +710,12 @@ fn given_an_intact_ledger_when_recovering_with_salvage_then_no_salvage_bundle_is
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["plan"]["prefix"], 21, "{v}");
     assert_eq!(v["salvage"], serde_json::Value::Null, "{v}");
+    // (And one path for both bundles is a usage error, before anything is
+    // written.)
+    let same = dir.path().join("same");
+    let (code, v) = recover_salvaging(&data, &same, &same);
+    assert_eq!(code, Some(64), "{v}");
+    assert!(!same.exists());
     assert_eq!(v["salvage_out"], serde_json::Value::Null, "{v}");
     assert!(!salvage.exists());
     assert_eq!(

@@ -374,6 +374,15 @@ impl Drop for SledCopy {
     }
 }
 
+/// The error for a store whose lock file `path` another process holds
+/// (worded as sled words it: callers recognise `could not acquire lock`).
+pub(crate) fn held_elsewhere(path: &Path) -> LogError {
+    LogError::io(
+        path,
+        std::io::Error::other("could not acquire lock: another process holds this ledger's store"),
+    )
+}
+
 /// Copies the directory `from` into `to` (created), recursively.
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to).map_err(|e| LogError::io(to, e))?;
@@ -518,14 +527,7 @@ impl SledStore {
         let lock = File::open(&db_path).map_err(|e| LogError::io(&db_path, e))?;
         match lock.try_lock() {
             Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(LogError::io(
-                    &db_path,
-                    std::io::Error::other(
-                        "could not acquire lock: another process holds this ledger's store",
-                    ),
-                ));
-            }
+            Err(std::fs::TryLockError::WouldBlock) => return Err(held_elsewhere(&db_path)),
             Err(std::fs::TryLockError::Error(e)) => return Err(LogError::io(&db_path, e)),
         }
         let nanos = std::time::SystemTime::now()

@@ -527,12 +527,7 @@ fn lock_store(root: &Path) -> Result<File> {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(LogError::io(
-                    &path,
-                    std::io::Error::other(
-                        "could not acquire lock: another process holds this ledger's store",
-                    ),
-                ));
+                return Err(crate::store::held_elsewhere(&path));
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(LogError::io(&path, e)),
         }

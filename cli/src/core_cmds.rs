@@ -766,32 +766,14 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         Some(url) => crate::pg_cmds::open_for_reading(&ctx.data, url)?,
         None => docket_log::sequencer::open_store_to_salvage(&ctx.data)?,
     };
+    // Missing, not parsing or another key: damage (exit 5), as every open
+    // reports it; any other failure worded and coded as for every key file.
     let key_path = ctx.data.join("keys/ledger.key");
-    let ledger_key = match keys::read_key_file(&key_path) {
+    let ledger_key = match docket_log::sequencer::read_config(&ctx.data)
+        .and_then(|(config, _)| docket_log::sequencer::read_ledger_key(&ctx.data, &config))
+    {
         Ok(key) => key,
-        // Damage at rest, as the open reports it (exit 5).
-        Err(docket_domain::LedgerError::Malformed { detail, .. }) => {
-            return Err(CliError::new(
-                exit::HARD_FAIL,
-                format!(
-                    "corruption at keys/ledger.key: the ledger key file is damaged (it does not \
-                     parse: {detail}); recover needs that key: restore the file \
-                     from a backup"
-                ),
-            )
-            .into());
-        }
-        // Gone from a data directory that holds a ledger: damage (exit 5),
-        // as the open reports it.
-        Err(_) if !key_path.exists() => {
-            return Err(CliError::new(
-                exit::HARD_FAIL,
-                "corruption at keys/ledger.key: the ledger key is missing from a data directory \
-                 that holds a ledger; recover needs that key: restore the file from a backup",
-            )
-            .into());
-        }
-        // Any other failure worded and coded as for every key file.
+        Err(e @ docket_log::LogError::Corrupt { .. }) => return Err(e.into()),
         Err(_) => load_key(&key_path)?,
     };
     if args.salvage_out.as_ref() == Some(&args.out) {

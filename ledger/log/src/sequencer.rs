@@ -480,14 +480,19 @@ pub fn read_config(dir: &Path) -> Result<(LogConfigFile, NoteVerifier)> {
 /// reported as corruption of `log/`, never as a crash.
 pub fn open_store_for_verification(dir: &Path) -> Result<(Arc<dyn Store>, NoteVerifier)> {
     let (_, verifier) = read_config(dir)?;
-    let store: Arc<dyn Store> = match Layout::of(dir) {
-        // sled's recovery at open would rewrite a damaged file: a copy.
+    Ok((open_local_store_to_read(dir)?, verifier))
+}
+
+/// [`open_local_store`] for commands that only read: a sled store is read
+/// from a private copy, since sled's recovery at open would rewrite a
+/// damaged file ([`SledStore::open_copy`]).
+fn open_local_store_to_read(dir: &Path) -> Result<Arc<dyn Store>> {
+    Ok(match Layout::of(dir) {
         Layout::Sled if dir.join(Layout::Sled.store_dir()).exists() => {
             Arc::new(open_sled_copy_guarded(dir)?)
         }
         _ => open_local_store(dir)?,
-    };
-    Ok((store, verifier))
+    })
 }
 
 /// As [`open_store_for_verification`], for recovering what a damaged data
@@ -499,11 +504,7 @@ pub fn open_store_to_salvage(dir: &Path) -> Result<(Arc<dyn Store>, NoteVerifier
         Layout::Tiles if dir.join(Layout::Tiles.store_dir()).exists() => {
             Arc::new(crate::tiles::TileStore::open_to_salvage(dir)?)
         }
-        // sled's recovery at open would rewrite a damaged file: a copy.
-        Layout::Sled if dir.join(Layout::Sled.store_dir()).exists() => {
-            Arc::new(open_sled_copy_guarded(dir)?)
-        }
-        _ => open_local_store(dir)?,
+        _ => open_local_store_to_read(dir)?,
     };
     Ok((store, verifier))
 }

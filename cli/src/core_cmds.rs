@@ -684,7 +684,7 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
     };
     if args.verify && args.as_of.is_none() {
         // Evidence content beside the log: present and matching its digest.
-        let blobs = docket_domain::blobs::BlobStore::open(&ctx.data)?;
+        let blobs = docket_domain::blobs::BlobStore::open_to_read(&ctx.data);
         report
             .findings
             .extend(docket_domain::content_check::check_content(&state, &blobs));

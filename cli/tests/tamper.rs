@@ -695,6 +695,64 @@ fn given_a_damaged_sled_file_when_checked_or_recovered_then_the_file_is_left_as_
     assert!(std::fs::read(&db).unwrap() == bytes, "log/db was rewritten");
 }
 
+/// Every file under `dir` with its bytes (symbolic links and directories
+/// by name only).
+fn files_under(dir: &std::path::Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                out.insert(path.clone(), Vec::new());
+                todo.push(path);
+            } else if meta.is_file() {
+                out.insert(path.clone(), std::fs::read(&path).unwrap());
+            } else {
+                out.insert(path, Vec::new());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn given_a_damaged_tile_ledger_when_checked_or_recovered_then_no_file_is_written() {
+    // Given a tile ledger of 601 events with an event altered, its partial
+    // hash tiles zeroed and its statement index gone (an open in place
+    // would rebuild both derived files, and tiles/partial may hold the
+    // only copy of a hash a salvage needs),
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 600, Layout::Tiles);
+    flip_event(&data, 300, 40);
+    let partial = data.join("tiles/partial");
+    let len = std::fs::metadata(&partial).unwrap().len();
+    std::fs::write(&partial, vec![0u8; usize::try_from(len).unwrap()]).unwrap();
+    std::fs::remove_file(data.join("tiles/statements.idx")).unwrap();
+    let before = files_under(&data);
+    // when the full check and recover read it (both report damage),
+    let (code, v) = replay_verify(&data);
+    assert_eq!(code, 5, "{v}");
+    let (code, v) = recover_salvaging(
+        &data,
+        &dir.path().join("prefix"),
+        &dir.path().join("salvage"),
+    );
+    assert_eq!(code, Some(5), "{v}");
+    // then every file of the data directory is byte for byte what it was,
+    // and none was added: they read a private copy.
+    let after = files_under(&data);
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>()
+    );
+    for (path, bytes) in &before {
+        assert!(after[path] == *bytes, "{} was rewritten", path.display());
+    }
+}
+
 #[test]
 fn given_an_intact_ledger_when_recovering_with_salvage_then_no_salvage_bundle_is_written() {
     // Given an intact ledger (the prefix is the whole anchored log),

@@ -77,6 +77,20 @@ impl BlobStore {
         Self::open_at(&data_dir.join("blobs"))
     }
 
+    /// Opens the blob store of the ledger in `data_dir` only to read it
+    /// (the full check, `recover`, an export's source): nothing is created
+    /// or removed, so that it works on a data directory kept as evidence
+    /// (or one the caller cannot write) and never removes the temp file of
+    /// an upload a running server has in flight. Only reads may be used.
+    pub fn open_to_read(data_dir: &Path) -> Self {
+        let root = data_dir.join("blobs");
+        Self {
+            tmp: root.join("tmp"),
+            root,
+            counter: AtomicU64::new(0),
+        }
+    }
+
     /// Opens a blob store rooted exactly at `root`.
     pub fn open_at(root: &Path) -> Result<Self> {
         let tmp = root.join("tmp");

@@ -483,13 +483,18 @@ pub fn open_store_for_verification(dir: &Path) -> Result<(Arc<dyn Store>, NoteVe
     Ok((open_local_store_to_read(dir)?, verifier))
 }
 
-/// [`open_local_store`] for commands that only read: a sled store is read
-/// from a private copy, since sled's recovery at open would rewrite a
-/// damaged file ([`SledStore::open_copy`]).
+/// [`open_local_store`] for commands that only read: the store is read
+/// from a private copy, since its recovery at open would write to a
+/// damaged store (sled's rewrites a damaged file, [`SledStore::open_copy`];
+/// the tile store's rebuilds derived files that may hold the only copy of
+/// a hash, [`crate::tiles::TileStore::open_copy`]).
 fn open_local_store_to_read(dir: &Path) -> Result<Arc<dyn Store>> {
     Ok(match Layout::of(dir) {
         Layout::Sled if dir.join(Layout::Sled.store_dir()).exists() => {
             Arc::new(open_sled_copy_guarded(dir)?)
+        }
+        Layout::Tiles if dir.join(Layout::Tiles.store_dir()).exists() => {
+            Arc::new(crate::tiles::TileStore::open_copy(dir)?)
         }
         _ => open_local_store(dir)?,
     })
@@ -497,12 +502,13 @@ fn open_local_store_to_read(dir: &Path) -> Result<Arc<dyn Store>> {
 
 /// As [`open_store_for_verification`], for recovering what a damaged data
 /// directory still holds: a tile store opens even without its commit log
-/// ([`crate::tiles::TileStore::open_to_salvage`]).
+/// ([`crate::tiles::TileStore::open_copy_to_salvage`]); it is read from a
+/// private copy, as [`open_store_for_verification`] reads it.
 pub fn open_store_to_salvage(dir: &Path) -> Result<(Arc<dyn Store>, NoteVerifier)> {
     let (_, verifier) = read_config(dir)?;
     let store: Arc<dyn Store> = match Layout::of(dir) {
         Layout::Tiles if dir.join(Layout::Tiles.store_dir()).exists() => {
-            Arc::new(crate::tiles::TileStore::open_to_salvage(dir)?)
+            Arc::new(crate::tiles::TileStore::open_copy_to_salvage(dir)?)
         }
         _ => open_local_store_to_read(dir)?,
     };

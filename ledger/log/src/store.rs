@@ -356,19 +356,63 @@ pub struct SledStore {
     /// For [`SledStore::open_copy`]: the copy sled opened (removed on drop,
     /// after the fields above: fields drop in declaration order) and the
     /// lock held on the original. Held only to be dropped.
-    _copy: Option<SledCopy>,
+    _copy: Option<PrivateCopy>,
 }
 
-/// A private copy of a sled store's `log/` ([`SledStore::open_copy`]),
-/// removed when dropped, with a lock on the original's `log/db` held as
-/// long as the copy is in use.
+/// A private copy of (part of) a data directory, for commands that only
+/// read a store that may be damaged ([`SledStore::open_copy`],
+/// [`crate::tiles::TileStore::open_copy`]): the store opens the copy, so its
+/// recovery at open (sled's, or the tile store's redo and rebuilds of
+/// derived files) never writes to the evidence. Removed when dropped; the
+/// lock on the original store is held as long as the copy is in use, so
+/// that a server cannot start on the original meanwhile.
 #[derive(Debug)]
-struct SledCopy {
-    dir: PathBuf,
-    _original_lock: File,
+pub(crate) struct PrivateCopy {
+    pub(crate) dir: PathBuf,
+    _original_lock: Option<File>,
 }
 
-impl Drop for SledCopy {
+impl PrivateCopy {
+    /// Copies each `(source, name)` to `name` in a new directory under the
+    /// system's temporary directory (`TMPDIR`), holding `original_lock`
+    /// (already locked) until the copy is dropped. A missing source is
+    /// left out (the store reports it as it would in place).
+    pub(crate) fn make(
+        kind: &str,
+        original_lock: Option<File>,
+        sources: &[(&Path, &str)],
+    ) -> Result<Self> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "docket-{kind}-copy-{}-{nanos}-{n}",
+            std::process::id()
+        ));
+        // Made before the copying, so that a failed copy is removed.
+        let copy = Self {
+            dir: dir.clone(),
+            _original_lock: original_lock,
+        };
+        std::fs::create_dir_all(&dir).map_err(|e| LogError::io(&dir, e))?;
+        for (source, name) in sources {
+            let to = dir.join(name);
+            match std::fs::symlink_metadata(source) {
+                Ok(m) if m.is_dir() => copy_dir(source, &to)?,
+                Ok(_) => {
+                    std::fs::copy(source, &to).map_err(|e| LogError::io(source, e))?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(source, e)),
+            }
+        }
+        Ok(copy)
+    }
+}
+
+impl Drop for PrivateCopy {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
@@ -530,20 +574,12 @@ impl SledStore {
             Err(std::fs::TryLockError::WouldBlock) => return Err(held_elsewhere(&db_path)),
             Err(std::fs::TryLockError::Error(e)) => return Err(LogError::io(&db_path, e)),
         }
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let copy_dir_path =
-            std::env::temp_dir().join(format!("docket-sled-copy-{}-{nanos}", std::process::id()));
-        let copy = SledCopy {
-            dir: copy_dir_path.clone(),
-            _original_lock: lock,
-        };
-        copy_dir(&original, &copy_dir_path)?;
-        Self::open_at(dir, copy_dir_path, Some(copy))
+        let copy = PrivateCopy::make("sled", Some(lock), &[(&original, "log")])?;
+        let log_dir = copy.dir.join("log");
+        Self::open_at(dir, log_dir, Some(copy))
     }
 
-    fn open_at(dir: &Path, log_dir: PathBuf, copy: Option<SledCopy>) -> Result<Self> {
+    fn open_at(dir: &Path, log_dir: PathBuf, copy: Option<PrivateCopy>) -> Result<Self> {
         let snapshot_dir = dir.join("snapshots");
         require_dirs(&[&log_dir, &snapshot_dir])?;
         let anchor = Anchor::open(&dir.join("anchor"))?;

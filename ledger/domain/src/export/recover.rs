@@ -156,7 +156,7 @@ fn cuts_the_prefix(kind: FindingKind) -> bool {
 /// Copies the blobs of `dir/blobs` that the prefix references into `log`,
 /// so `--with-blobs` recovery carries the evidence that survived.
 pub fn attach_blobs(log: &mut MemoryLog, dir: &Path) -> Result<()> {
-    let blobs = crate::blobs::BlobStore::open(dir)?;
+    let blobs = crate::blobs::BlobStore::open_to_read(dir);
     let digests: Vec<crate::blobs::BlobDigest> = log
         .state()
         .domain
@@ -397,7 +397,7 @@ impl SalvagedLog {
     /// Copies the blobs of `dir/blobs` that the carried events reference
     /// (as [`attach_blobs`] does for a prefix).
     pub fn attach_blobs(&mut self, dir: &Path) -> Result<()> {
-        let blobs = crate::blobs::BlobStore::open(dir)?;
+        let blobs = crate::blobs::BlobStore::open_to_read(dir);
         for o in self.state.domain.oids.oids.values() {
             if let Ok(d) = crate::blobs::parse_digest(&o.sha256)
                 && let Ok(bytes) = blobs.read_verified(&d, super::source::MAX_EXPORT_BLOB)

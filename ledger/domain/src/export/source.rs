@@ -113,7 +113,7 @@ impl LogSource for Ledger {
     }
 
     fn blob(&self, digest: &BlobDigest) -> Result<Option<Vec<u8>>> {
-        let blobs = BlobStore::open(self.dir())?;
+        let blobs = BlobStore::open_to_read(self.dir());
         match blobs.read_verified(digest, MAX_EXPORT_BLOB) {
             Ok(b) => Ok(Some(b)),
             Err(LedgerError::NotFound { .. }) => Ok(None),

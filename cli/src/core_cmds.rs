@@ -841,9 +841,14 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         "exit_code": code,
     });
     out.emit(&value, || {
+        // Ranges are spelled inclusive in words ("events 0 to 99"), as the
+        // JSON's `salvage.missing` pairs are.
         let mut s = format!(
-            "recovered events 0..{} (tree size {}, root {}) to {}",
-            plan.prefix,
+            "recovered {} (tree size {}, root {}) to {}",
+            match plan.prefix {
+                0 => "no event".to_string(),
+                n => events_from_to(0, n - 1),
+            },
             report.tree_size,
             report.root,
             args.out.display()
@@ -888,10 +893,9 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         {
             s += &format!(
                 "\nwhat survives does not prove the ledger's latest signed checkpoint (size \
-                 {anchor}): the salvage ends at size {}, and events {}..={} are not in it",
+                 {anchor}): the salvage ends at size {}, and {} are not in it",
                 found.tree_size,
-                found.tree_size,
-                anchor - 1
+                events_from_to(found.tree_size, anchor - 1)
             );
         }
         if let Some(found) = salvage_plan
@@ -900,16 +904,10 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
             let ranges: Vec<String> = found
                 .missing
                 .iter()
-                .map(|[a, b]| {
-                    if a == b {
-                        a.to_string()
-                    } else {
-                        format!("{a}..={b}")
-                    }
-                })
+                .map(|&[a, b]| events_from_to(a, b))
                 .collect();
             s += &format!(
-                "\nlost (bytes gone or altered; only their leaf hashes survive): events {}",
+                "\nlost (bytes gone or altered; only their leaf hashes survive): {}",
                 ranges.join(", ")
             );
         }
@@ -918,4 +916,13 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         s
     });
     Ok(code)
+}
+
+/// `first..=last` in words: "event 7", "events 0 to 99".
+fn events_from_to(first: u64, last: u64) -> String {
+    if first == last {
+        format!("event {first}")
+    } else {
+        format!("events {first} to {last}")
+    }
 }

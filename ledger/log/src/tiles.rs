@@ -2183,13 +2183,6 @@ impl TileStore {
         })?;
         let (parsed, trailing) = parse_full_bundle(&bytes)
             .map_err(|e| LogError::corrupt(format!("tiles/{location}"), e))?;
-        if trailing > 0 {
-            tracing::warn!(
-                "tile store: tiles/{location} holds {trailing} bytes after its 256 entries, from byte {} \
-                 (damage to the file; the entries before them are intact and used)",
-                bytes.len() - trailing
-            );
-        }
         let entries: Arc<Vec<Entry>> = Arc::new(
             parsed
                 .iter()
@@ -2204,6 +2197,16 @@ impl TileStore {
                 })
                 .collect::<Result<Vec<_>>>()?,
         );
+        // Said only once the 256 entries read as events (zeroed bytes
+        // also frame 256 entries, of no event), and once per read of the
+        // file (the bundle is cached next).
+        if trailing > 0 {
+            tracing::warn!(
+                "tile store: tiles/{location} holds {trailing} bytes after its 256 entries, from byte {} \
+                 (damage to the file; the entries before them read as events and are used)",
+                bytes.len() - trailing
+            );
+        }
         let mut cache = self
             .bundle_cache
             .lock()
@@ -3518,7 +3521,13 @@ impl Store for TileStore {
         // stored events ends.
         let ends_in = {
             let index = held / TILE_WIDTH;
-            if self.part_path(index).exists() {
+            let full = self.path(&bundle_path(index));
+            // A bundle that is gone is named as the log of `expected`
+            // events would hold it: the open one (`.part`) when those
+            // events end inside it.
+            let open = self.part_path(index).exists()
+                || (!full.exists() && (index + 1) * TILE_WIDTH > expected);
+            if open {
                 format!("tiles/{}.part", bundle_path(index))
             } else {
                 format!("tiles/{}", bundle_path(index))

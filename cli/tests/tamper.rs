@@ -613,6 +613,42 @@ fn given_a_garbled_length_or_a_damaged_kept_leaf_when_salvaging_then_only_the_da
 }
 
 #[test]
+fn given_a_bundle_and_its_leaf_tile_both_gone_when_salvaging_then_a_kept_upper_node_proves_the_events_after()
+ {
+    // Given a tile ledger of 601 events whose second entry bundle (events
+    // 256..=511) and its level-0 hash tile are both deleted: neither the
+    // bytes nor the leaves of those events survive, but the node over
+    // them (level 8, index 1) is in tiles/partial,
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 600, Layout::Tiles);
+    let vkey = vkey_of(&data);
+    std::fs::remove_file(data.join("tiles/tile/entries/001")).unwrap();
+    std::fs::remove_file(data.join("tiles/tile/0/001")).unwrap();
+    let partial = std::fs::read(data.join("tiles/partial")).unwrap();
+    // when recover runs with --salvage-out,
+    let salvage = dir.path().join("salvage");
+    let (code, v) = recover_salvaging(&data, &dir.path().join("prefix"), &salvage);
+    // then the prefix stops at the hole, but the salvage is proved by the
+    // anchor (size 601) with that node standing in for the lost run: only
+    // the 256 events of the deleted bundle are missing, and it audits clean.
+    assert_eq!(code, Some(5), "{v}");
+    assert_eq!(v["plan"]["prefix"], 256, "{v}");
+    assert_eq!(v["salvage"]["tree_size"], 601, "{v}");
+    assert_eq!(
+        v["salvage"]["missing"],
+        serde_json::json!([[256, 511]]),
+        "{v}"
+    );
+    assert_eq!(
+        audited_ranges(&salvage, &vkey),
+        serde_json::json!([[0, 255], [512, 600]])
+    );
+    // (tiles/partial, the only copy of that node, is left as it was.)
+    assert!(std::fs::read(data.join("tiles/partial")).unwrap() == partial);
+}
+
+#[test]
 fn given_a_copy_of_a_key_registration_stored_in_place_of_a_later_event_when_recovering_then_the_damage_is_where_it_is_stored()
  {
     // Given a ledger whose event 1 registers a key (signed, and valid where

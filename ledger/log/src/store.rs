@@ -327,6 +327,14 @@ pub struct SalvagedPastLen {
     pub events: Vec<(u64, Vec<u8>)>,
     /// `(seq, leaf hash)` kept in the store's derived tree.
     pub leaves: Vec<(u64, Hash)>,
+    /// `(level, index, hash)`: Merkle nodes above the leaves that the
+    /// store's derived files kept over that range (a tile store's hash
+    /// tiles of levels 1 and up, and its partial tiles as they were before
+    /// the open). Such a node stands in for a run of events whose bytes and
+    /// leaves are both gone, so that the events after it can still be
+    /// proved by a signed root. Nothing here is trusted: a salvage uses a
+    /// node only inside a tree that gives a signed checkpoint's root.
+    pub nodes: Vec<(u8, u64, Hash)>,
 }
 
 /// Merkle nodes at or above this level are also kept in memory (about 4

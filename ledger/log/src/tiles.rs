@@ -350,6 +350,13 @@ fn decode_partial(bytes: &[u8], full_level0_tiles: u64) -> Option<Vec<Vec<Hash>>
     (total == 0 && at == body.len()).then_some(out)
 }
 
+/// `tiles/partial` decoded for the log length it was written at:
+/// `(full level-0 tiles, the upper partial tiles)`, if it is intact.
+fn decode_partial_as_written(bytes: &[u8]) -> Option<(u64, Vec<Vec<Hash>>)> {
+    let stored = u64::from_be_bytes(bytes.get(4..12)?.try_into().ok()?);
+    decode_partial(bytes, stored).map(|upper| (stored, upper))
+}
+
 /// The right border of a tree of `len` leaves: its partial tiles, one per
 /// tile level. Every node of a root at `len` lies in them.
 struct Border<'a> {
@@ -1408,6 +1415,11 @@ pub struct TileStore {
     /// [`Store::check_structures`]. The length then comes from the bundles,
     /// and nothing is committed.
     salvaged: Option<String>,
+    /// The bytes of `tiles/partial` as the open found them (only when
+    /// opened to salvage): the open rewrites a file that does not prove
+    /// out, and a salvage may still find in it the only copy of the node
+    /// over a run of events that is gone ([`Store::salvage_past_len`]).
+    partial_as_found: Vec<u8>,
     /// For [`TileStore::open_copy`]: the private copy opened (removed on
     /// drop, after the fields above) and the lock held on the original.
     _copy: Option<crate::store::PrivateCopy>,
@@ -1613,6 +1625,15 @@ impl TileStore {
             })
         };
         let partial_path = root.join(PARTIAL_FILE);
+        let partial_as_found = if salvage {
+            // Small (at most a few KiB); any failure only means no nodes.
+            fs::read(&partial_path)
+                .ok()
+                .filter(|b| b.len() <= 64 * 1024)
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         let partial = OpenOptions::new()
             .read(true)
             .write(true)
@@ -1649,6 +1670,7 @@ impl TileStore {
                  were read without it"
                     .to_string()
             }),
+            partial_as_found,
             _copy: None,
         };
         if commits_missing {
@@ -2333,6 +2355,64 @@ impl TileStore {
     /// The partial hash tiles of a log of `view.len` events: level 0 from
     /// the open bundle, level L from the full tiles of level L−1 past the
     /// last full tile of level L.
+    /// The Merkle nodes of levels 8, 16, … over events `from..to` that the
+    /// store's files kept: the full hash tiles of levels 1 and up, and the
+    /// partial tiles of `tiles/partial` as the open found it (for the log
+    /// length it was written at, whatever the length now). For a salvage
+    /// ([`Store::salvage_past_len`]); unverified, as every kept hash is.
+    fn kept_upper_nodes(&self, from: u64, to: u64) -> Result<Vec<(u8, u64, Hash)>> {
+        let mut nodes = Vec::new();
+        if from >= to {
+            return Ok(nodes);
+        }
+        for tile_level in 1..8u8 {
+            let shift = 8 * u32::from(tile_level);
+            let (first, last) = (from >> shift, (to - 1) >> shift);
+            for tile in first / TILE_WIDTH..=last / TILE_WIDTH {
+                let path = self.path(&hash_tile_path(tile_level, tile));
+                let bytes = match fs::read(&path) {
+                    Ok(b) => b,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(LogError::io(path, e)),
+                };
+                let Some(hashes) = parse_tile(&bytes).filter(|h| h.len() as u64 == TILE_WIDTH)
+                else {
+                    continue;
+                };
+                nodes.extend(
+                    (tile * TILE_WIDTH..)
+                        .zip(hashes)
+                        .filter(|(i, _)| (first..=last).contains(i))
+                        .map(|(i, h)| (8 * tile_level, i, h)),
+                );
+            }
+        }
+        if let Some((full_level0_tiles, upper)) = decode_partial_as_written(&self.partial_as_found)
+        {
+            let mut total = full_level0_tiles;
+            for (l, tile) in upper.iter().enumerate() {
+                // Hashes at tree level 8·(l+1): `total` of them, the last
+                // `total % 256` in this partial tile.
+                let level = 8 * (l as u8 + 1);
+                // decode_partial checked `tile.len() == total % 256`.
+                let start = total - tile.len() as u64;
+                nodes.extend(
+                    (start..)
+                        .zip(tile.iter().copied())
+                        .filter(|(i, _)| {
+                            // In u128: a partial file names any length.
+                            let shift = u32::from(level);
+                            let (i, from, to) = (u128::from(*i), u128::from(from), u128::from(to));
+                            (i << shift) < to && ((i + 1) << shift) > from
+                        })
+                        .map(|(i, h)| (level, i, h)),
+                );
+                total /= TILE_WIDTH;
+            }
+        }
+        Ok(nodes)
+    }
+
     fn partial_tiles(&self, view: &View) -> Result<Vec<Vec<Hash>>> {
         let mut out = Vec::new();
         let leaves = self.open_bundle_leaves(view)?;
@@ -3504,6 +3584,7 @@ impl Store for TileStore {
             }
             index += 1;
         }
+        found.nodes = self.kept_upper_nodes(from, to)?;
         Ok(found)
     }
 

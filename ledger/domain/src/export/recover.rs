@@ -189,7 +189,8 @@ pub struct Salvage {
     pub after_prefix: u64,
     /// The events below `tree_size` that are not carried, as inclusive
     /// `[first, last]` ranges: their bytes are gone or altered (only their
-    /// leaf hash survives, in the store's derived tree or the chain).
+    /// leaf hash survives, in the store's derived tree or the chain, or a
+    /// node the store kept above a run of them).
     pub missing: Vec<[u64; 2]>,
     /// The anchor's size (the ledger's latest signed checkpoint) when it
     /// is larger than `tree_size`: what survives does not prove the anchor,
@@ -203,7 +204,7 @@ pub struct Salvage {
 pub struct SalvagedLog {
     origin: String,
     ledger_key: ed25519_dalek::SigningKey,
-    tree: merkle::MemoryTree,
+    tree: SalvageTree,
     events: BTreeMap<u64, Vec<u8>>,
     checkpoint: (crate::checkpoint::Checkpoint, String),
     state: crate::state::LedgerState,
@@ -232,6 +233,13 @@ impl std::fmt::Debug for SalvagedLog {
 /// and every event carried is proved by it. Where an event's bytes and its
 /// kept leaf differ, both choices are tried (the bytes first): the one that
 /// gives the root wins, and an event whose bytes lose is not carried.
+///
+/// Where the bytes and the kept leaves of a run of events are both gone,
+/// a Merkle node the store kept over that run (a hash tile of level 1 or
+/// up, a partial tile as the open found it, a stored node) stands in for
+/// it: the tree then still gives a signed root and proves the events after
+/// the run. An event is carried only if its own path to the root is made of
+/// its leaf and known siblings (so the root was computed from its leaf).
 /// `None` when no signed checkpoint beyond `prefix` is proved this way.
 pub fn salvage(
     store: &dyn Store,
@@ -282,10 +290,13 @@ pub fn salvage(
         }
         next = to;
     }
+    let mut kept_nodes: std::collections::HashMap<(u8, u64), merkle::Hash> =
+        std::collections::HashMap::new();
     if largest > stored {
         // Past the store's length: what its files hold after the damage
         // (read more carefully than the range above where they overlap).
         let past = store.salvage_past_len(largest)?;
+        kept_nodes.extend(past.nodes.iter().map(|&(l, i, h)| ((l, i), h)));
         let from = past
             .events
             .first()
@@ -312,8 +323,8 @@ pub fn salvage(
     };
     // Two trees where the witnesses leave a choice: the bytes' leaves
     // first, and the kept leaves first.
-    let mut from_bytes = merkle::MemoryTree::new();
-    let mut from_kept = merkle::MemoryTree::new();
+    let mut from_bytes: Vec<Option<merkle::Hash>> = Vec::new();
+    let mut from_kept: Vec<Option<merkle::Hash>> = Vec::new();
     for seq in 0..known_end {
         let read = bytes_of.get(&seq).map(|b| merkle::leaf_hash(b));
         let stored = kept.get(&seq).copied();
@@ -323,20 +334,23 @@ pub fn salvage(
             // chain; the second the kept leaf.
             w => (read.or(w).or(stored), stored.or(read).or(w)),
         };
-        let (Some(a), Some(b)) = (a, b) else {
-            break; // no leaf at all: no tree reaches past it
-        };
+        // No leaf at all: a node the store kept above it may stand in.
         from_bytes.push(a);
         from_kept.push(b);
     }
-    let known = from_bytes.len();
+    let stand_in = |level: u8, index: u64| -> Option<merkle::Hash> {
+        kept_nodes
+            .get(&(level, index))
+            .copied()
+            .or_else(|| store.node(level, index).ok())
+    };
+    let from_bytes = SalvageTree::build(from_bytes, &stand_in);
+    let from_kept = SalvageTree::build(from_kept, &stand_in);
     for (size, (cp, note)) in candidates.into_iter().rev() {
-        if size > known {
-            continue;
-        }
-        let tree = if merkle::root_at(&from_bytes, size)? == cp.root {
+        let gives_root = |tree: &SalvageTree| merkle::root_at(tree, size).ok() == Some(cp.root);
+        let tree = if gives_root(&from_bytes) {
             &from_bytes
-        } else if merkle::root_at(&from_kept, size)? == cp.root {
+        } else if gives_root(&from_kept) {
             &from_kept
         } else {
             continue;
@@ -346,7 +360,7 @@ pub fn salvage(
         let mut state = crate::state::LedgerState::default();
         for (seq, bytes) in bytes_of.range(..size) {
             let leaf = merkle::leaf_hash(bytes);
-            if !leaf_is(tree, *seq, &leaf) {
+            if !leaf_is(tree, *seq, &leaf) || !tree.proves(*seq, size) {
                 continue;
             }
             let Ok(event) = crate::event::Event::decode(bytes) else {
@@ -366,14 +380,10 @@ pub fn salvage(
         };
         // The tree of exactly the checkpoint's size (an export proves
         // against the checkpoint covering the source's length).
-        let mut tree_copy = merkle::MemoryTree::new();
-        for seq in 0..size {
-            tree_copy.push(leaf_at(tree, seq)?);
-        }
         let log = SalvagedLog {
             origin: verifier.name.clone(),
             ledger_key,
-            tree: tree_copy,
+            tree: tree.truncated(size),
             events,
             checkpoint: (cp, note),
             state,
@@ -384,13 +394,90 @@ pub fn salvage(
     Ok(None)
 }
 
-/// Leaf `seq` of `tree`.
-fn leaf_at(tree: &merkle::MemoryTree, seq: u64) -> Result<merkle::Hash> {
-    Ok(merkle::NodeSource::node(tree, 0, seq)?)
+fn leaf_is(tree: &SalvageTree, seq: u64, leaf: &merkle::Hash) -> bool {
+    merkle::NodeSource::node(tree, 0, seq).is_ok_and(|h| &h == leaf)
 }
 
-fn leaf_is(tree: &merkle::MemoryTree, seq: u64, leaf: &merkle::Hash) -> bool {
-    leaf_at(tree, seq).is_ok_and(|h| &h == leaf)
+/// A Merkle tree with holes, for [`salvage`]: every node computed from its
+/// two children where both are known, else the node the store kept there
+/// (if any). Complete nodes only, as [`merkle::NodeSource`] serves them.
+#[derive(Debug, Clone, Default)]
+struct SalvageTree {
+    /// `levels[l][i]` is node `(l, i)`, `None` where it is not known.
+    levels: Vec<Vec<Option<merkle::Hash>>>,
+    /// Some node is a kept one standing in for children not known.
+    stood_in: bool,
+}
+
+impl SalvageTree {
+    /// The tree over `leaves`, asking `stand_in(level, index)` for the
+    /// nodes whose children are not both known.
+    fn build(
+        leaves: Vec<Option<merkle::Hash>>,
+        stand_in: &dyn Fn(u8, u64) -> Option<merkle::Hash>,
+    ) -> Self {
+        let mut stood_in = false;
+        let mut levels = vec![leaves];
+        while let Some(below) = levels.last().filter(|l| l.len() >= 2) {
+            let level = u8::try_from(levels.len()).unwrap_or(u8::MAX);
+            let up: Vec<Option<merkle::Hash>> = below
+                .chunks_exact(2)
+                .enumerate()
+                .map(|(i, pair)| match (pair[0], pair[1]) {
+                    (Some(l), Some(r)) => Some(merkle::node_hash(&l, &r)),
+                    _ => {
+                        let node = stand_in(level, i as u64);
+                        stood_in |= node.is_some();
+                        node
+                    }
+                })
+                .collect();
+            levels.push(up);
+        }
+        Self { levels, stood_in }
+    }
+
+    fn len(&self) -> u64 {
+        self.levels.first().map_or(0, |l| l.len() as u64)
+    }
+
+    /// The same tree cut to its first `size` leaves.
+    fn truncated(&self, size: u64) -> Self {
+        let levels = self
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(l, nodes)| {
+                let keep = usize::try_from(size >> l).unwrap_or(usize::MAX);
+                nodes[..keep.min(nodes.len())].to_vec()
+            })
+            .take_while(|nodes| !nodes.is_empty())
+            .collect();
+        Self {
+            levels,
+            stood_in: self.stood_in,
+        }
+    }
+
+    /// Whether the root at `size` was computed from leaf `seq`: its audit
+    /// path is made of known nodes (so every node above the leaf, up to
+    /// the root, came from its children). Always, where nothing stood in.
+    fn proves(&self, seq: u64, size: u64) -> bool {
+        !self.stood_in || merkle::inclusion_proof(self, seq, size).is_ok()
+    }
+}
+
+impl merkle::NodeSource for SalvageTree {
+    fn node(
+        &self,
+        level: u8,
+        index: u64,
+    ) -> std::result::Result<merkle::Hash, merkle::MerkleError> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| *self.levels.get(usize::from(level))?.get(i)?)
+            .ok_or(merkle::MerkleError::MissingNode { level, index })
+    }
 }
 
 impl SalvagedLog {
@@ -461,5 +548,90 @@ impl super::LogSource for SalvagedLog {
 
     fn oid_record(&self, oid: &str) -> Option<crate::domain::OidRecord> {
         self.state.domain.oids.oids.get(oid).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SalvageTree;
+    use crate::merkle::{self, MemoryTree, NodeSource as _};
+
+    fn leaves(n: u64) -> Vec<merkle::Hash> {
+        (0..n)
+            .map(|i| merkle::leaf_hash(&i.to_be_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn given_a_lost_aligned_run_when_its_node_stands_in_then_the_root_and_the_leaves_around_it_are_proved()
+     {
+        // Given 601 leaves, of which 256..512 are lost, and the true tree's
+        // node (8, 1) over them,
+        let all = leaves(601);
+        let mut truth = MemoryTree::new();
+        all.iter().for_each(|l| truth.push(*l));
+        let with_hole: Vec<Option<merkle::Hash>> = all
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (!(256..512).contains(&i)).then_some(*l))
+            .collect();
+        let kept = |level: u8, index: u64| (level == 8).then(|| truth.node(level, index).ok())?;
+        // when the tree is built with it standing in,
+        let tree = SalvageTree::build(with_hole, &kept);
+        // then it gives the true root at every size past the run, and the
+        // leaves outside the run are proved at 601.
+        assert!(tree.stood_in);
+        for size in [512, 513, 600, 601] {
+            assert_eq!(
+                merkle::root_at(&tree, size).unwrap(),
+                merkle::root_at(&truth, size).unwrap()
+            );
+        }
+        assert!(tree.proves(0, 601) && tree.proves(255, 601) && tree.proves(512, 601));
+        assert!(!tree.proves(300, 601));
+        // (and its cut to 513 leaves serves an inclusion proof that checks)
+        let cut = tree.truncated(513);
+        let proof = merkle::inclusion_proof(&cut, 512, 513).unwrap();
+        merkle::verify_inclusion(
+            &all[512],
+            512,
+            513,
+            &proof,
+            &merkle::root_at(&truth, 513).unwrap(),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn given_a_lost_leaf_when_a_node_stands_in_above_it_then_its_sibling_is_not_proved() {
+        // Given 16 leaves of which leaf 5 is lost, and every true node,
+        let all = leaves(16);
+        let mut truth = MemoryTree::new();
+        all.iter().for_each(|l| truth.push(*l));
+        let mut with_hole: Vec<Option<merkle::Hash>> = all.iter().copied().map(Some).collect();
+        with_hole[5] = None;
+        let kept = |level: u8, index: u64| truth.node(level, index).ok();
+        // when node (1, 2) over leaves 4 and 5 stands in,
+        let tree = SalvageTree::build(with_hole, &kept);
+        // then the root is the true one, but leaf 4 (whose sibling is
+        // gone: the root was not computed from it) is not proved; the
+        // others are.
+        assert_eq!(merkle::root_at(&tree, 16).unwrap(), truth.root());
+        assert!(!tree.proves(4, 16));
+        assert!(
+            (0..16)
+                .filter(|&i| i != 4 && i != 5)
+                .all(|i| tree.proves(i, 16))
+        );
+        // And without stand-ins nothing past the hole gives a root.
+        let bare = SalvageTree::build(
+            all.iter()
+                .enumerate()
+                .map(|(i, l)| (i != 5).then_some(*l))
+                .collect(),
+            &|_, _| None,
+        );
+        assert!(merkle::root_at(&bare, 16).is_err());
+        assert!(merkle::root_at(&bare, 4).is_ok());
     }
 }

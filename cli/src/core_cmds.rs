@@ -29,7 +29,8 @@ pub struct InitArgs {
 #[derive(Debug, Args)]
 pub struct RecoverArgs {
     /// Where to write the bundle of the intact, provable prefix (a new
-    /// directory; never overwritten).
+    /// directory; never overwritten). Not created when no signed
+    /// checkpoint covers an intact prefix from genesis.
     #[arg(long, value_name = "DIR")]
     pub out: std::path::PathBuf,
     /// Write a tar file instead of a directory.
@@ -746,7 +747,8 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
 /// exports it as a bundle (`docket audit` checks it against the ledger key).
 /// Exit 0 when the whole anchored log was recovered, 5 when events were lost
 /// or the anchor is missing (so losses cannot be ruled out; the report says
-/// which), 4 when nothing provable remains.
+/// which), 4 when nothing provable remains (no prefix from genesis and no
+/// salvage past the damage).
 pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<u8> {
     if ctx.server.is_some() {
         return Err(CliError::new(
@@ -795,11 +797,8 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         )
         .into());
     }
-    let (plan, _, mut log) =
+    let (plan, _, log) =
         docket_domain::export::recover::recover(&store, &verifier, ledger_key.clone())?;
-    if args.with_blobs {
-        docket_domain::export::recover::attach_blobs(&mut log, &ctx.data)?;
-    }
     let options = docket_domain::export::ExportOptions {
         tasks: Vec::new(),
         from: None,
@@ -809,18 +808,33 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         since_note: None,
         format: docket_domain::export::ExportFormat::Bundle,
     };
-    let report = docket_domain::export::export(&log, &options, &args.out, args.tar)?;
+    // The prefix bundle, when a signed checkpoint covers an intact prefix
+    // from genesis (without one, only a salvage can carry anything).
+    let report = match log {
+        Some(mut log) => {
+            if args.with_blobs {
+                docket_domain::export::recover::attach_blobs(&mut log, &ctx.data)?;
+            }
+            Some(docket_domain::export::export(
+                &log, &options, &args.out, args.tar,
+            )?)
+        }
+        None => None,
+    };
     let code = if plan.lost > 0 || plan.damage.is_some() {
         exit::HARD_FAIL
     } else {
         exit::OK
     };
     // Past the damage: the intact events a signed checkpoint still proves.
-    let mut salvage = if plan.lost > 0 || args.salvage_out.is_some() {
+    let mut salvage = if plan.lost > 0 || args.salvage_out.is_some() || report.is_none() {
         docket_domain::export::recover::salvage(&store, &verifier, ledger_key, plan.prefix)?
     } else {
         None
     };
+    if report.is_none() && salvage.is_none() {
+        return Err(docket_domain::export::recover::nothing_provable().into());
+    }
     let mut salvage_report = None;
     if let (Some(path), Some((_, salvaged))) = (&args.salvage_out, salvage.as_mut()) {
         if args.with_blobs {
@@ -834,7 +848,7 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
     let value = serde_json::json!({
         "plan": plan,
         "export": report,
-        "out": args.out,
+        "out": report.as_ref().and(Some(&args.out)),
         "salvage": salvage_plan,
         "salvage_export": salvage_report,
         "salvage_out": salvage_report.as_ref().and(args.salvage_out.as_ref()),
@@ -843,22 +857,26 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
     out.emit(&value, || {
         // Ranges are spelled inclusive in words ("events 0 to 99"), as the
         // JSON's `salvage.missing` pairs are.
-        let mut s = format!(
-            "recovered {} (tree size {}, root {}) to {}",
-            match plan.prefix {
-                0 => "no event".to_string(),
-                n => events_from_to(0, n - 1),
-            },
-            report.tree_size,
-            report.root,
-            args.out.display()
-        );
+        let mut s = match &report {
+            Some(report) => format!(
+                "recovered {} (tree size {}, root {}) to {}",
+                events_from_to(0, plan.prefix.saturating_sub(1)),
+                report.tree_size,
+                report.root,
+                args.out.display()
+            ),
+            None => format!(
+                "no signed checkpoint covers an intact prefix from genesis: no prefix bundle \
+                 written ({} is not created)",
+                args.out.display()
+            ),
+        };
         match (plan.first_damage, &plan.damage) {
             (Some(seq), Some(d)) => s += &format!("\nfirst damage at seq {seq}: {d}"),
             (None, Some(d)) => s += &format!("\ndamage: {d}"),
             _ => {}
         }
-        if plan.lost > 0 {
+        if plan.lost > 0 && report.is_some() {
             s += &format!(
                 "\n{} acknowledged event(s) from {} on are not in it",
                 plan.lost, plan.prefix

@@ -649,6 +649,75 @@ fn given_a_bundle_and_its_leaf_tile_both_gone_when_salvaging_then_a_kept_upper_n
 }
 
 #[test]
+fn given_the_genesis_bundle_gone_when_salvaging_then_the_events_after_it_are_carried_and_their_authority_is_not_passed()
+ {
+    // Given a tile ledger of 601 events whose first entry bundle (genesis
+    // and the key registrations among events 0..=255) is deleted,
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 600, Layout::Tiles);
+    let vkey = vkey_of(&data);
+    std::fs::remove_file(data.join("tiles/tile/entries/000")).unwrap();
+    // when recover runs, first without --salvage-out,
+    let prefix = dir.path().join("prefix");
+    let (code, v) = recover(&data, &prefix);
+    // then there is no prefix to write (no bundle is created), and it
+    // says what a salvage would carry (exit 5: acknowledged events lost);
+    assert_eq!(code, Some(5), "{v}");
+    assert_eq!(v["plan"]["prefix"], 0, "{v}");
+    assert_eq!(v["out"], serde_json::Value::Null, "{v}");
+    assert_eq!(v["export"], serde_json::Value::Null, "{v}");
+    assert_eq!(v["salvage"]["after_prefix"], 345, "{v}");
+    assert!(!prefix.exists());
+    // and with --salvage-out, the salvage carries events 256..=600 proved
+    // by the anchor (the kept leaves of the lost bundle give the root).
+    let salvage = dir.path().join("salvage");
+    let (code, v) = recover_salvaging(&data, &prefix, &salvage);
+    assert_eq!(code, Some(5), "{v}");
+    assert_eq!(v["salvage"]["tree_size"], 601, "{v}");
+    assert_eq!(
+        v["salvage"]["missing"],
+        serde_json::json!([[0, 255]]),
+        "{v}"
+    );
+    assert!(!prefix.exists());
+    // Its audit checks every event and proof but, genesis and the authors'
+    // registrations being lost, passes no authority: missing_context, exit 4.
+    let out = docket()
+        .args(["--json", "audit"])
+        .arg(&salvage)
+        .args(["--trusted-key", &vkey])
+        .output()
+        .unwrap();
+    let a: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(4), "{a}");
+    assert_eq!(
+        a["report"]["ranges"],
+        serde_json::json!([[256, 600]]),
+        "{a}"
+    );
+    assert!(a.to_string().contains("missing_context"), "{a}");
+    // With its level-0 tile gone too, the node over the first 256 events
+    // that tiles/partial kept stands in for them: the same salvage;
+    std::fs::remove_file(data.join("tiles/tile/0/000")).unwrap();
+    let (code, v) = recover_salvaging(&data, &prefix, &dir.path().join("salvage2"));
+    assert_eq!(code, Some(5), "{v}");
+    assert_eq!(
+        v["salvage"]["missing"],
+        serde_json::json!([[0, 255]]),
+        "{v}"
+    );
+    // and with tiles/partial gone as well, no leaf and no node is left for
+    // them: nothing provable remains (exit 4, nothing written).
+    std::fs::remove_file(data.join("tiles/partial")).unwrap();
+    let other = dir.path().join("salvage3");
+    let (code, v) = recover_salvaging(&data, &prefix, &other);
+    assert_eq!(code, Some(4), "{v}");
+    assert!(!other.exists());
+    assert!(!prefix.exists());
+}
+
+#[test]
 fn given_a_copy_of_a_key_registration_stored_in_place_of_a_later_event_when_recovering_then_the_damage_is_where_it_is_stored()
  {
     // Given a ledger whose event 1 registers a key (signed, and valid where

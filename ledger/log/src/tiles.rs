@@ -1420,6 +1420,9 @@ pub struct TileStore {
     /// out, and a salvage may still find in it the only copy of the node
     /// over a run of events that is gone ([`Store::salvage_past_len`]).
     partial_as_found: Vec<u8>,
+    /// Opened by [`TileStore::open_to_salvage`] (or its copy): read what
+    /// can be read, past what the open cannot recompute.
+    opened_to_salvage: bool,
     /// For [`TileStore::open_copy`]: the private copy opened (removed on
     /// drop, after the fields above) and the lock held on the original.
     _copy: Option<crate::store::PrivateCopy>,
@@ -1671,6 +1674,7 @@ impl TileStore {
                     .to_string()
             }),
             partial_as_found,
+            opened_to_salvage: salvage,
             _copy: None,
         };
         if commits_missing {
@@ -1837,11 +1841,23 @@ impl TileStore {
         };
         view.partial_tiles = match self.stored_partial_tiles(&view)? {
             Some(tiles) => tiles,
-            None => {
-                let tiles = self.partial_tiles(&view)?;
-                self.write_partial(view.len, &tiles)?;
-                tiles
-            }
+            None => match self.partial_tiles(&view) {
+                Ok(tiles) => {
+                    self.write_partial(view.len, &tiles)?;
+                    tiles
+                }
+                // Opened to salvage, over tiles the partial ones cannot be
+                // computed from: no node above the open bundle is known (a
+                // proof that needs one fails), and what can be read is.
+                Err(LogError::Corrupt { location, detail }) if self.opened_to_salvage => {
+                    tracing::warn!(
+                        "tile store: the partial hash tiles cannot be recomputed ({location}: {detail}); \
+                         reading without them"
+                    );
+                    vec![self.open_bundle_leaves(&view)?]
+                }
+                Err(e) => return Err(e),
+            },
         };
         Ok(view)
     }

@@ -41,12 +41,15 @@ pub struct RecoveryPlan {
 
 /// Verifies the store and finds its provable prefix; returns the plan, the
 /// verifier's report and the in-memory log of the prefix (exportable with
-/// [`super::export`]).
+/// [`super::export`]). The log is `None` when no signed checkpoint covers
+/// an intact prefix from genesis (the first entry bundle is gone, say):
+/// the plan's `prefix` is then 0, and a [`salvage`] may still prove the
+/// events after the damage.
 pub fn recover(
     store: &dyn Store,
     verifier: &NoteVerifier,
     ledger_key: ed25519_dalek::SigningKey,
-) -> Result<(RecoveryPlan, ReplayReport, MemoryLog)> {
+) -> Result<(RecoveryPlan, ReplayReport, Option<MemoryLog>)> {
     let (report, _) = replay::replay(
         store,
         verifier,
@@ -111,13 +114,6 @@ pub fn recover(
         }
     }
     let prefix = checkpoints.keys().next_back().copied().unwrap_or(0);
-    if prefix == 0 {
-        return Err(LedgerError::NotFound {
-            what:
-                "a signed checkpoint over an intact prefix of the log: nothing provable to recover"
-                    .into(),
-        });
-    }
     events.truncate(usize::try_from(prefix).unwrap_or(usize::MAX));
     let anchor_size = report.anchor_size;
     let plan = RecoveryPlan {
@@ -135,8 +131,21 @@ pub fn recover(
         prefix,
         lost: anchor_size.unwrap_or(stored_events).saturating_sub(prefix),
     };
+    if prefix == 0 {
+        return Ok((plan, report, None));
+    }
     let log = MemoryLog::from_stored(&verifier.name, ledger_key, events, checkpoints)?;
-    Ok((plan, report, log))
+    Ok((plan, report, Some(log)))
+}
+
+/// The error of a recovery that found nothing provable: no intact prefix
+/// and no salvage.
+pub fn nothing_provable() -> LedgerError {
+    LedgerError::NotFound {
+        what: "a signed checkpoint over an intact prefix of the log or over the events that \
+               survive: nothing provable to recover"
+            .into(),
+    }
 }
 
 /// Whether a finding cuts the prefix at its seq. Findings about derived
@@ -499,6 +508,10 @@ impl SalvagedLog {
 impl super::LogSource for SalvagedLog {
     fn len(&self) -> u64 {
         self.tree.len()
+    }
+
+    fn holds(&self, seq: u64) -> bool {
+        self.events.contains_key(&seq)
     }
 
     fn event_range(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>> {

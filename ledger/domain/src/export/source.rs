@@ -21,6 +21,12 @@ pub trait LogSource {
     }
     /// Canonical bytes of events `from..to` in order.
     fn event_range(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>>;
+    /// Whether event `seq` can be read. Every event below [`LogSource::len`]
+    /// of a log; a salvage ([`super::recover::SalvagedLog`]) has holes
+    /// where events were lost, and an export carries no context it lacks.
+    fn holds(&self, seq: u64) -> bool {
+        seq < self.len()
+    }
     /// The stored signed checkpoint with the smallest tree size `>= size`:
     /// the exact one when `size` is a commit boundary.
     fn checkpoint_covering(&self, size: u64) -> Result<(Checkpoint, String)>;

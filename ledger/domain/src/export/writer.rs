@@ -247,7 +247,10 @@ pub fn build(
     // 4. Key context: genesis, then the registration (and any revocation
     // before the end) of every author, transitively.
     let keys = source.keys();
+    // (A salvage may have lost genesis: it then carries none, and the
+    // audit reports the authority it cannot establish.)
     let mut wanted: BTreeSet<u64> = BTreeSet::from([0]);
+    wanted.retain(|&seq| source.holds(seq));
     let mut seen_authors: BTreeSet<String> = BTreeSet::new();
     loop {
         for seq in std::mem::take(&mut wanted) {
@@ -269,7 +272,7 @@ pub fn build(
                 }
             }
         }
-        wanted.retain(|s| !carried.contains_key(s));
+        wanted.retain(|s| !carried.contains_key(s) && source.holds(*s));
         if wanted.is_empty() {
             break;
         }

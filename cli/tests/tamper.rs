@@ -540,7 +540,33 @@ fn given_one_event_lost_in_the_middle_when_recovering_then_every_event_after_it_
 fn given_a_garbled_length_or_a_damaged_kept_leaf_when_salvaging_then_only_the_damaged_event_is_lost()
  {
     type Damage = fn(&std::path::Path);
-    let cases: [(&str, Damage, u64); 3] = [
+    let cases: [(&str, Damage, u64); 5] = [
+        // In the open bundle (002.part: events 512..=600), which has no
+        // level-0 tile: the chain checks the entries and finds the ones
+        // after the damage again, for a length that runs past the file and
+        // for a small one that frames made-up entries.
+        (
+            "event 560's length (open bundle) runs past the file",
+            |data| {
+                let (path, offset, _) = TileStore::locate_entry(data, 560).unwrap();
+                let mut bytes = std::fs::read(&path).unwrap();
+                let at = usize::try_from(offset).unwrap() - 2;
+                bytes[at..at + 2].copy_from_slice(&[0xFF, 0xFF]);
+                std::fs::write(&path, &bytes).unwrap();
+            },
+            560,
+        ),
+        (
+            "event 570's length (open bundle) says 10 bytes",
+            |data| {
+                let (path, offset, _) = TileStore::locate_entry(data, 570).unwrap();
+                let mut bytes = std::fs::read(&path).unwrap();
+                let at = usize::try_from(offset).unwrap() - 2;
+                bytes[at..at + 2].copy_from_slice(&10u16.to_be_bytes());
+                std::fs::write(&path, &bytes).unwrap();
+            },
+            570,
+        ),
         // A small wrong length still frames whole entries, made-up ones:
         // the entries are checked against their kept leaves.
         (

@@ -268,6 +268,73 @@ fn resync_entries<'a>(
     found
 }
 
+/// The entries of a damaged bundle that has no level-0 tile to check them
+/// against (the open bundle, `.part`), found again after the damage by the
+/// chain: entries `from..` are looked for from byte `at` on, each where its
+/// own bytes say it begins (format `0x01` and its sequence number, its
+/// length before it), and taken only when they decode as that event and
+/// name, in `prev_hash`, the leaf of the entry taken just before (the first
+/// after a gap names one that is lost: it is taken if it decodes). A large
+/// event's stand-in is not looked for (its bytes are elsewhere). Nothing
+/// found here is trusted either: a salvage carries it only when the leaves
+/// give a signed root.
+fn resync_entries_by_chain(
+    bytes: &[u8],
+    at: usize,
+    first: u64,
+    from: usize,
+) -> Vec<(usize, &[u8])> {
+    let mut found = Vec::new();
+    let mut pos = at;
+    let mut before: Option<Hash> = None;
+    for i in from..TILE_WIDTH as usize {
+        let seq = first + i as u64;
+        let mut event_start = [0u8; 9];
+        event_start[0] = 0x01;
+        event_start[1..].copy_from_slice(&seq.to_be_bytes());
+        let hit = (pos..bytes.len()).find_map(|q| {
+            if !(bytes[q..].starts_with(&event_start) && q >= pos + 2) {
+                return None;
+            }
+            let len = usize::from(u16::from_be_bytes([bytes[q - 2], bytes[q - 1]]));
+            let entry = bytes.get(q..q + len)?;
+            let event = crate::event::Event::decode(entry).ok()?;
+            (event.seq == seq && before.is_none_or(|leaf| event.prev_hash == leaf))
+                .then_some((q, entry))
+        });
+        match hit {
+            Some((q, entry)) => {
+                found.push((i, entry));
+                before = Some(merkle::leaf_hash(entry));
+                pos = q + entry.len();
+            }
+            None => before = None,
+        }
+    }
+    found
+}
+
+/// How many of a bundle's first entries (the bundle begins at sequence
+/// number `first`) form a chain: each inline event decodes as the event
+/// of its place and names the leaf of the entry before in its `prev_hash`
+/// (the first one's predecessor is in the bundle before; a large event's
+/// stand-in is taken as it is, its bytes being elsewhere).
+fn chained_prefix(entries: &[Entry], first: u64) -> usize {
+    let mut before: Option<Hash> = None;
+    for (i, entry) in entries.iter().enumerate() {
+        if let Entry::Inline(bytes) = entry {
+            let Ok(event) = crate::event::Event::decode(bytes) else {
+                return i;
+            };
+            if event.seq != first + i as u64 || before.is_some_and(|leaf| event.prev_hash != leaf) {
+                return i;
+            }
+        }
+        before = Some(entry.claimed_leaf());
+    }
+    entries.len()
+}
+
 /// Parses a hash tile: concatenated 32-byte hashes.
 fn parse_tile(bytes: &[u8]) -> Option<Vec<Hash>> {
     if !bytes.len().is_multiple_of(32) {
@@ -2743,14 +2810,29 @@ impl TileStore {
                 parsed.truncate(matching);
             }
         }
+        if leaves.is_none() {
+            // No kept leaves (the open bundle has no level-0 tile): the
+            // chain checks each entry instead.
+            let chained = chained_prefix(&parsed, first);
+            if chained < parsed.len() {
+                damage = format!(
+                    "entry {chained} is not the event the chain expects there (a garbled \
+                     length or altered bytes)"
+                );
+                parsed.truncate(chained);
+            }
+        }
         let intact = parsed.len();
         let mut entries: BTreeMap<u64, Entry> = (first..).zip(parsed).collect();
-        if let Some(leaves) = leaves
-            && (intact as u64) < TILE_WIDTH
-        {
-            // Look from the end of the last intact entry.
+        if (intact as u64) < TILE_WIDTH {
+            // Look from the end of the last intact entry: by the kept
+            // leaves, or by the chain when there are none.
             let (_, at, _) = bundle_prefix(bytes, intact as u64);
-            for (i, e) in resync_entries(bytes, at, first, intact, &leaves) {
+            let found = match &leaves {
+                Some(leaves) => resync_entries(bytes, at, first, intact, leaves),
+                None => resync_entries_by_chain(bytes, at, first, intact),
+            };
+            for (i, e) in found {
                 if let Some(entry) = read_entry(e) {
                     entries.insert(first + i as u64, entry);
                 }

@@ -471,6 +471,17 @@ fn recover_salvaging(
     (run.status.code(), v)
 }
 
+/// Overwrites the 2-byte length before event `seq`'s entry in its tile
+/// bundle with `len` (0xFFFF runs past any bundle; a small one frames
+/// made-up entries).
+fn set_entry_length(data: &std::path::Path, seq: u64, len: u16) {
+    let (path, offset, _) = TileStore::locate_entry(data, seq).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = usize::try_from(offset).unwrap() - 2;
+    bytes[at..at + 2].copy_from_slice(&len.to_be_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+}
+
 /// The runs of events a bundle carries, as its audit (trusted) reports them.
 fn audited_ranges(bundle: &std::path::Path, vkey: &str) -> serde_json::Value {
     let out = docket()
@@ -496,11 +507,7 @@ fn given_one_event_lost_in_the_middle_when_recovering_then_every_event_after_it_
         // garbled (the bundle tears there: every entry after it is framed
         // wrong), in a sled ledger its record removed,
         if layout == Layout::Tiles {
-            let (path, offset, _) = TileStore::locate_entry(&data, 100).unwrap();
-            let mut bytes = std::fs::read(&path).unwrap();
-            let at = usize::try_from(offset).unwrap() - 2;
-            bytes[at..at + 2].copy_from_slice(&[0xFF, 0xFF]);
-            std::fs::write(&path, &bytes).unwrap();
+            set_entry_length(&data, 100, 0xFFFF);
         } else {
             delete_events(&data, 100, 101);
         }
@@ -548,22 +555,14 @@ fn given_a_garbled_length_or_a_damaged_kept_leaf_when_salvaging_then_only_the_da
         (
             "event 560's length (open bundle) runs past the file",
             |data| {
-                let (path, offset, _) = TileStore::locate_entry(data, 560).unwrap();
-                let mut bytes = std::fs::read(&path).unwrap();
-                let at = usize::try_from(offset).unwrap() - 2;
-                bytes[at..at + 2].copy_from_slice(&[0xFF, 0xFF]);
-                std::fs::write(&path, &bytes).unwrap();
+                set_entry_length(data, 560, 0xFFFF);
             },
             560,
         ),
         (
             "event 570's length (open bundle) says 10 bytes",
             |data| {
-                let (path, offset, _) = TileStore::locate_entry(data, 570).unwrap();
-                let mut bytes = std::fs::read(&path).unwrap();
-                let at = usize::try_from(offset).unwrap() - 2;
-                bytes[at..at + 2].copy_from_slice(&10u16.to_be_bytes());
-                std::fs::write(&path, &bytes).unwrap();
+                set_entry_length(data, 570, 10);
             },
             570,
         ),
@@ -572,11 +571,7 @@ fn given_a_garbled_length_or_a_damaged_kept_leaf_when_salvaging_then_only_the_da
         (
             "event 300's length says 10 bytes",
             |data| {
-                let (path, offset, _) = TileStore::locate_entry(data, 300).unwrap();
-                let mut bytes = std::fs::read(&path).unwrap();
-                let at = usize::try_from(offset).unwrap() - 2;
-                bytes[at..at + 2].copy_from_slice(&10u16.to_be_bytes());
-                std::fs::write(&path, &bytes).unwrap();
+                set_entry_length(data, 300, 10);
             },
             300,
         ),
@@ -598,11 +593,7 @@ fn given_a_garbled_length_or_a_damaged_kept_leaf_when_salvaging_then_only_the_da
         (
             "event 356's length garbled and its kept leaf zeroed",
             |data| {
-                let (path, offset, _) = TileStore::locate_entry(data, 356).unwrap();
-                let mut bytes = std::fs::read(&path).unwrap();
-                let at = usize::try_from(offset).unwrap() - 2;
-                bytes[at..at + 2].copy_from_slice(&[0xFF, 0xFF]);
-                std::fs::write(&path, &bytes).unwrap();
+                set_entry_length(data, 356, 0xFFFF);
                 let tile = data.join("tiles/tile/0/001");
                 let mut bytes = std::fs::read(&tile).unwrap();
                 bytes[100 * 32..101 * 32].fill(0);

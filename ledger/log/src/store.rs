@@ -409,9 +409,7 @@ impl PrivateCopy {
             let to = dir.join(name);
             match std::fs::symlink_metadata(source) {
                 Ok(m) if m.is_dir() => copy_dir(source, &to)?,
-                Ok(_) => {
-                    std::fs::copy(source, &to).map_err(|e| LogError::io(source, e))?;
-                }
+                Ok(_) => copy_file(source, &to)?,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(LogError::io(source, e)),
             }
@@ -445,10 +443,21 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         if kind.is_dir() {
             copy_dir(&src, &dst)?;
         } else if kind.is_file() {
-            std::fs::copy(&src, &dst).map_err(|e| LogError::io(&src, e))?;
+            copy_file(&src, &dst)?;
         }
     }
     Ok(())
+}
+
+/// Copies file `from` to `to`; a failure names both (reading the one, or
+/// writing the other: a full temporary directory, say).
+fn copy_file(from: &Path, to: &Path) -> Result<()> {
+    std::fs::copy(from, to).map(|_| ()).map_err(|e| {
+        LogError::io(
+            to,
+            std::io::Error::new(e.kind(), format!("copying {} here: {e}", from.display())),
+        )
+    })
 }
 
 /// The in-memory upper Merkle levels. Until `loaded`, lookups go to sled and

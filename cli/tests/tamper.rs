@@ -547,7 +547,23 @@ fn given_one_event_lost_in_the_middle_when_recovering_then_every_event_after_it_
 fn given_a_garbled_length_or_a_damaged_kept_leaf_when_salvaging_then_only_the_damaged_event_is_lost()
  {
     type Damage = fn(&std::path::Path);
-    let cases: [(&str, Damage, u64); 5] = [
+    let cases: [(&str, Damage, u64); 7] = [
+        // An altered event whose leaf nobody kept (the open bundle has no
+        // level-0 tile; a full bundle whose tile is gone): the next
+        // event's prev_hash gives its leaf.
+        (
+            "event 532 (open bundle) altered",
+            |data| flip_event(data, 532, 40),
+            532,
+        ),
+        (
+            "event 100 altered, its level-0 tile deleted",
+            |data| {
+                flip_event(data, 100, 40);
+                std::fs::remove_file(data.join("tiles/tile/0/000")).unwrap();
+            },
+            100,
+        ),
         // In the open bundle (002.part: events 512..=600), which has no
         // level-0 tile: the chain checks the entries and finds the ones
         // after the damage again, for a length that runs past the file and
@@ -663,6 +679,28 @@ fn given_a_bundle_and_its_leaf_tile_both_gone_when_salvaging_then_a_kept_upper_n
     );
     // (tiles/partial, the only copy of that node, is left as it was.)
     assert!(std::fs::read(data.join("tiles/partial")).unwrap() == partial);
+    // And with the level-0 tile damaged rather than deleted (its kept
+    // leaves, and the nodes from them, are wrong), the node from
+    // tiles/partial still stands in: the same salvage.
+    ledger_of_layout(&data.with_extension("b"), 600, Layout::Tiles);
+    let data = data.with_extension("b");
+    std::fs::remove_file(data.join("tiles/tile/entries/001")).unwrap();
+    let tile = data.join("tiles/tile/0/001");
+    let mut bytes = std::fs::read(&tile).unwrap();
+    bytes[4096..].fill(0);
+    std::fs::write(&tile, &bytes).unwrap();
+    let salvage = dir.path().join("salvage-b");
+    let (code, v) = recover_salvaging(&data, &dir.path().join("prefix-b"), &salvage);
+    assert_eq!(code, Some(5), "{v}");
+    assert_eq!(
+        v["salvage"]["missing"],
+        serde_json::json!([[256, 511]]),
+        "{v}"
+    );
+    assert_eq!(
+        audited_ranges(&salvage, &vkey_of(&data)),
+        serde_json::json!([[0, 255], [512, 600]])
+    );
 }
 
 #[test]

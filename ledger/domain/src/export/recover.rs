@@ -330,22 +330,29 @@ pub fn salvage(
         let event = crate::event::Event::decode(bytes_of.get(&(seq + 1))?).ok()?;
         (event.seq == seq + 1).then_some(event.prev_hash)
     };
-    // Two trees where the witnesses leave a choice: the bytes' leaves
-    // first, and the kept leaves first.
+    // Trees tried in turn where the witnesses leave a choice: the bytes'
+    // leaves first; the kept leaves first, then the chain's; and the bytes'
+    // and the chain's alone (no kept leaf: those of a lost run may be
+    // damaged too), with only whole-tile nodes (levels 8, 16, …) standing
+    // in for what is missing, lowest level first.
     let mut from_bytes: Vec<Option<merkle::Hash>> = Vec::new();
     let mut from_kept: Vec<Option<merkle::Hash>> = Vec::new();
+    let mut from_events: Vec<Option<merkle::Hash>> = Vec::new();
     for seq in 0..known_end {
         let read = bytes_of.get(&seq).map(|b| merkle::leaf_hash(b));
         let stored = kept.get(&seq).copied();
-        let (a, b) = match witness(seq) {
+        let w = witness(seq);
+        let (a, b) = match w {
             Some(w) if read == Some(w) || stored == Some(w) => (Some(w), Some(w)),
             // No agreement: the first tree trusts the bytes, else the
-            // chain; the second the kept leaf.
-            w => (read.or(w).or(stored), stored.or(read).or(w)),
+            // chain; the second the kept leaf, else the chain (an altered
+            // event whose leaf was not kept).
+            w => (read.or(w).or(stored), stored.or(w).or(read)),
         };
         // No leaf at all: a node the store kept above it may stand in.
         from_bytes.push(a);
         from_kept.push(b);
+        from_events.push(w.or(read));
     }
     let stand_in = |level: u8, index: u64| -> Option<merkle::Hash> {
         kept_nodes
@@ -355,12 +362,34 @@ pub fn salvage(
     };
     let from_bytes = SalvageTree::build(from_bytes, &stand_in);
     let from_kept = SalvageTree::build(from_kept, &stand_in);
+    // Built when the first two give no signed root.
+    let tile_levels: Vec<u8> = (1..8u8)
+        .map(|t| 8 * t)
+        .filter(|&l| known_end >> l > 0)
+        .collect();
+    let mut whole_tiles: Vec<Option<SalvageTree>> = vec![None; tile_levels.len()];
     for (size, (cp, note)) in candidates.into_iter().rev() {
         let gives_root = |tree: &SalvageTree| merkle::root_at(tree, size).ok() == Some(cp.root);
+        let mut whole_tile = None;
+        if !gives_root(&from_bytes) && !gives_root(&from_kept) {
+            for (k, &from_level) in tile_levels.iter().enumerate() {
+                let tree = whole_tiles[k].get_or_insert_with(|| {
+                    SalvageTree::build(from_events.clone(), &|level, index| {
+                        (level >= from_level).then(|| stand_in(level, index))?
+                    })
+                });
+                if gives_root(tree) {
+                    whole_tile = Some(k);
+                    break;
+                }
+            }
+        }
         let tree = if gives_root(&from_bytes) {
             &from_bytes
         } else if gives_root(&from_kept) {
             &from_kept
+        } else if let Some(tree) = whole_tile.and_then(|k| whole_tiles[k].as_ref()) {
+            tree
         } else {
             continue;
         };

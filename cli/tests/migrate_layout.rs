@@ -135,3 +135,40 @@ fn given_a_served_ledger_when_migrated_then_it_is_refused_naming_the_server() {
         "untouched"
     );
 }
+
+#[test]
+fn given_a_damaged_sled_ledger_when_migrated_then_it_is_refused_and_nothing_is_written() {
+    // Given a sled ledger of 300 events whose log/db has its second
+    // quarter zeroed (sled's own recovery at open would drop and zero what
+    // follows),
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("d");
+    let (code, _, t) = json(&data, &["--store", "sled", "init"]);
+    assert_eq!(code, Some(0), "{t}");
+    append(&data, 0, 300);
+    let db = data.join("log/db");
+    let mut bytes = std::fs::read(&db).expect("log/db");
+    let len = bytes.len();
+    bytes[len / 4..len / 2].fill(0);
+    std::fs::write(&db, &bytes).expect("damage");
+    let names = |d: &Path| {
+        let mut v: Vec<_> = std::fs::read_dir(d)
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = names(&data);
+    // when it is migrated to tiles,
+    let (code, _, t) = json(&data, &["migrate", "--layout", "tiles"]);
+    // then the migration is refused as damage, the damaged file is byte
+    // for byte what it was (the source is read from a private copy), and
+    // nothing of the attempt is left in the data directory.
+    assert_eq!(code, Some(5), "{t}");
+    assert!(
+        std::fs::read(&db).expect("log/db") == bytes,
+        "log/db was rewritten"
+    );
+    assert_eq!(names(&data), before, "{t}");
+}

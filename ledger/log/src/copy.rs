@@ -252,17 +252,29 @@ pub fn migrate_layout<M: StateMachine>(
             ),
         });
     }
-    let (_, verifier) = crate::sequencer::read_config(dir)?;
-    let source = crate::sequencer::open_local_store(dir)?;
+    // The source is read from a private copy (its open is a recovery that
+    // would write to a damaged store: the evidence of a refused migration
+    // must stay as it was), with the original store locked meanwhile.
+    let (source, verifier) = crate::sequencer::open_store_for_verification(dir)?;
     let staging = dir.join(".migrate");
     if staging.exists() {
         // An interrupted migration: the live store was never touched.
         std::fs::remove_dir_all(&staging).map_err(|e| LogError::io(&staging, e))?;
     }
-    let target = to.create_store(&staging)?;
-    let copy = copy_ledger::<M>(source.as_ref(), target.as_ref(), &verifier, progress)?;
-    let replay = verify_copy::<M>(target.as_ref(), &verifier, copy.events, &copy.root)?;
-    drop(target);
+    let copied = (|| {
+        let target = to.create_store(&staging)?;
+        let copy = copy_ledger::<M>(source.as_ref(), target.as_ref(), &verifier, progress)?;
+        let replay = verify_copy::<M>(target.as_ref(), &verifier, copy.events, &copy.root)?;
+        Ok::<_, LogError>((copy, replay))
+    })();
+    let (copy, replay) = match copied {
+        Ok(done) => done,
+        Err(e) => {
+            // Refused: nothing of the attempt is left behind.
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+    };
     drop(source);
     let new_store = dir.join(to.store_dir());
     let rename = |a: &std::path::Path, b: &std::path::Path| {

@@ -914,6 +914,48 @@ fn given_a_damaged_tile_ledger_when_checked_or_recovered_then_no_file_is_written
 }
 
 #[test]
+fn given_a_temporary_directory_inside_the_data_directory_when_checking_then_it_is_refused_and_abandoned_copies_are_removed()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 20, Layout::Tiles);
+    let before = files_under(&data);
+    // Given TMPDIR inside the data directory, when the full check runs,
+    // then it is refused (exit 2) naming TMPDIR, and nothing is written.
+    let run = docket()
+        .env("TMPDIR", data.join("tiles"))
+        .args(["--json", "--data"])
+        .arg(&data)
+        .args(["replay", "--verify"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2), "{run:?}");
+    assert!(
+        String::from_utf8_lossy(&run.stdout).contains("TMPDIR"),
+        "{run:?}"
+    );
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        files_under(&data).keys().collect::<Vec<_>>()
+    );
+    // Given a private copy a killed process left in TMPDIR (its process
+    // is gone), when the full check runs, then it is removed, and the
+    // check's own copy is gone when it ends.
+    let temp = dir.path().join("tmp");
+    let abandoned = temp.join("docket-tiles-copy-4194999-1-0");
+    std::fs::create_dir_all(abandoned.join("tiles")).unwrap();
+    let run = docket()
+        .env("TMPDIR", &temp)
+        .args(["--json", "--data"])
+        .arg(&data)
+        .args(["replay", "--verify"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{run:?}");
+    assert_eq!(std::fs::read_dir(&temp).unwrap().count(), 0);
+}
+
+#[test]
 fn given_an_intact_ledger_when_recovering_with_salvage_then_no_salvage_bundle_is_written() {
     // Given an intact ledger (the prefix is the whole anchored log),
     let dir = tempfile::tempdir().unwrap();

@@ -385,17 +385,34 @@ impl PrivateCopy {
     /// system's temporary directory (`TMPDIR`), holding `original_lock`
     /// (already locked) until the copy is dropped. A missing source is
     /// left out (the store reports it as it would in place).
+    ///
+    /// Refused when the temporary directory lies inside `data_dir` (the
+    /// copy would write into the evidence, and copy itself). Copies a
+    /// process left behind (killed before it could remove them) are
+    /// removed first, once that process is gone.
     pub(crate) fn make(
         kind: &str,
+        data_dir: &Path,
         original_lock: Option<File>,
         sources: &[(&Path, &str)],
     ) -> Result<Self> {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let temp = resolved(&std::env::temp_dir());
+        let data = resolved(data_dir);
+        if temp.starts_with(&data) {
+            return Err(LogError::FailedPrecondition(format!(
+                "the temporary directory {} (TMPDIR) is inside the data directory {}: a private \
+                 copy of the store there would write into it; set TMPDIR to a directory outside it",
+                temp.display(),
+                data.display()
+            )));
+        }
+        remove_abandoned_copies(&temp);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!(
+        let dir = temp.join(format!(
             "docket-{kind}-copy-{}-{nanos}-{n}",
             std::process::id()
         ));
@@ -415,6 +432,59 @@ impl PrivateCopy {
             }
         }
         Ok(copy)
+    }
+}
+
+/// `path` made absolute and resolved (symbolic links, `..`) as far as it
+/// exists; the rest, not yet created, appended as given.
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    let mut rest = Vec::new();
+    let mut at = absolute.as_path();
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
+/// Removes the private copies under `temp` whose process is gone (a copy
+/// is named `docket-<kind>-copy-<pid>-…`; a process killed by a signal
+/// cannot remove its own). Linux only (`/proc`); best effort.
+fn remove_abandoned_copies(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(rest) = name
+            .strip_prefix("docket-")
+            .and_then(|r| r.split_once("-copy-"))
+            .map(|(_, r)| r)
+        else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
@@ -575,8 +645,8 @@ impl SledStore {
     /// the source of `migrate`): sled's own recovery at open rewrites a
     /// damaged `log/db` (it drops what follows a bad segment and zeroes it),
     /// which must not happen to the evidence. `log/` is copied to the
-    /// system's temporary directory and sled opens the copy; the anchor and
-    /// snapshots are read in place. The original `log/db` stays locked (as
+    /// system's temporary directory with the anchor and the snapshots, and
+    /// sled opens the copy. The original `log/db` stays locked (as
     /// sled locks it) while the copy is in use, so a server cannot start on
     /// it meanwhile; one already running is reported as sled reports it
     /// (`could not acquire lock`). Costs one copy of `log/` (about 1.4 KB
@@ -591,15 +661,27 @@ impl SledStore {
             Err(std::fs::TryLockError::WouldBlock) => return Err(held_elsewhere(&db_path)),
             Err(std::fs::TryLockError::Error(e)) => return Err(LogError::io(&db_path, e)),
         }
-        let copy = PrivateCopy::make("sled", Some(lock), &[(&original, "log")])?;
+        let copy = PrivateCopy::make(
+            "sled",
+            dir,
+            Some(lock),
+            &[
+                (&original, "log"),
+                (&dir.join("anchor"), "anchor"),
+                (&dir.join("snapshots"), "snapshots"),
+            ],
+        )?;
         let log_dir = copy.dir.join("log");
         Self::open_at(dir, log_dir, Some(copy))
     }
 
     fn open_at(dir: &Path, log_dir: PathBuf, copy: Option<PrivateCopy>) -> Result<Self> {
-        let snapshot_dir = dir.join("snapshots");
+        // A private copy holds the anchor and the snapshots too (nothing is
+        // opened for writing in the data directory: read-only media work).
+        let files = copy.as_ref().map_or(dir, |c| c.dir.as_path());
+        let snapshot_dir = files.join("snapshots");
         require_dirs(&[&log_dir, &snapshot_dir])?;
-        let anchor = Anchor::open(&dir.join("anchor"))?;
+        let anchor = Anchor::open(&files.join("anchor"))?;
         let config = sled::Config::new()
             .path(&log_dir)
             // Keep every value inline in the main file: sled writes values

@@ -1638,6 +1638,7 @@ impl TileStore {
         let lock = lock_original(&root)?;
         let copy = crate::store::PrivateCopy::make(
             "tiles",
+            dir,
             lock,
             &[
                 (&root, "tiles"),

@@ -956,6 +956,76 @@ fn given_a_temporary_directory_inside_the_data_directory_when_checking_then_it_i
 }
 
 #[test]
+fn given_damage_recover_once_gave_up_on_when_recovering_then_it_recovers_what_survives() {
+    type Damage = fn(&std::path::Path);
+    let cases: [(&str, Damage, Option<i32>, u64, Option<[u64; 2]>); 3] = [
+        // Zeroes after the open bundle's entries frame 256 empty entries:
+        // not a full bundle (they are no events), and past the commit.
+        (
+            "4 KiB of zeroes appended to the open bundle",
+            |data| {
+                let part = data.join("tiles/tile/entries/002.part");
+                let mut bytes = std::fs::read(&part).unwrap();
+                bytes.extend(vec![0u8; 4096]);
+                std::fs::write(&part, &bytes).unwrap();
+            },
+            Some(0),
+            601,
+            None,
+        ),
+        // Snapshots are derived: a salvage goes on without their directory.
+        (
+            "the snapshots directory deleted",
+            |data| std::fs::remove_dir_all(data.join("snapshots")).unwrap(),
+            Some(0),
+            601,
+            None,
+        ),
+        // A commit log the indexes cannot be rebuilt from, and a garbled
+        // length in the open bundle.
+        (
+            "the commit log's first 200 bytes zeroed, event 560's length garbled",
+            |data| {
+                let commits = data.join("tiles/commits");
+                let mut bytes = std::fs::read(&commits).unwrap();
+                bytes[..200].fill(0);
+                std::fs::write(&commits, &bytes).unwrap();
+                set_entry_length(data, 560, 0);
+            },
+            Some(5),
+            560,
+            Some([560, 560]),
+        ),
+    ];
+    for (what, damage, code_wanted, prefix_at_most, missing) in cases {
+        // Given a tile ledger of 601 events with that damage,
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("d");
+        ledger_of_layout(&data, 600, Layout::Tiles);
+        damage(&data);
+        // when recover runs with --salvage-out,
+        let (code, v) = recover_salvaging(
+            &data,
+            &dir.path().join("prefix"),
+            &dir.path().join("salvage"),
+        );
+        // then it recovers the prefix, and the salvage misses only the
+        // event that is gone.
+        assert_eq!(code, code_wanted, "{what}: {v}");
+        let prefix = v["plan"]["prefix"].as_u64().unwrap();
+        assert!(prefix > 0 && prefix <= prefix_at_most, "{what}: {v}");
+        match missing {
+            None => assert_eq!(prefix, 601, "{what}: {v}"),
+            Some(lost) => assert_eq!(
+                v["salvage"]["missing"],
+                serde_json::json!([lost]),
+                "{what}: {v}"
+            ),
+        }
+    }
+}
+
+#[test]
 fn given_an_intact_ledger_when_recovering_with_salvage_then_no_salvage_bundle_is_written() {
     // Given an intact ledger (the prefix is the whole anchored log),
     let dir = tempfile::tempdir().unwrap();

@@ -1634,7 +1634,13 @@ impl TileStore {
 
     fn open_copy_with(dir: &Path, salvage: bool) -> Result<Self> {
         let root = dir.join("tiles");
-        crate::store::require_dirs(&[&root, &dir.join("snapshots")])?;
+        // Snapshots are derived: a salvage goes on without them (the full
+        // check reports their directory missing).
+        if salvage {
+            crate::store::require_dirs(&[&root])?;
+        } else {
+            crate::store::require_dirs(&[&root, &dir.join("snapshots")])?;
+        }
         let lock = lock_original(&root)?;
         let copy = crate::store::PrivateCopy::make(
             "tiles",
@@ -1646,6 +1652,10 @@ impl TileStore {
                 (&dir.join("snapshots"), "snapshots"),
             ],
         )?;
+        let snapshots = copy.dir.join("snapshots");
+        if salvage && !snapshots.exists() {
+            fs::create_dir(&snapshots).map_err(|e| LogError::io(&snapshots, e))?;
+        }
         let mut store = Self::open_with(&copy.dir, salvage)?;
         store._copy = Some(copy);
         Ok(store)
@@ -1830,20 +1840,40 @@ impl TileStore {
         {
             let mut ix = store.derived.indexes();
             let ix = &mut *ix;
-            catch_up_index(
+            let caught_up = catch_up_index(
                 &mut ix.statements,
                 commits_end,
                 true,
                 &store.commits,
                 &commits_path,
-            )?;
-            catch_up_index(
-                &mut ix.checkpoints,
-                commits_end,
-                false,
-                &store.commits,
-                &commits_path,
-            )?;
+            )
+            .and_then(|()| {
+                catch_up_index(
+                    &mut ix.checkpoints,
+                    commits_end,
+                    false,
+                    &store.commits,
+                    &commits_path,
+                )
+            });
+            match caught_up {
+                Ok(()) => {}
+                // Opened to salvage, over a commit log the indexes cannot
+                // be rebuilt from (a damaged record before the end): they
+                // stay empty (the checkpoints they would hold are not
+                // found; the anchor's still is), and what can be read is.
+                Err(LogError::Corrupt { location, detail }) if salvage => {
+                    tracing::warn!(
+                        "tile store: the indexes cannot be rebuilt ({location}: {detail}); \
+                         reading without them"
+                    );
+                    for table in [&mut ix.statements, &mut ix.checkpoints] {
+                        *table = DiskTable::create(&table.path.clone(), DiskTable::INITIAL, true)?;
+                        table.sync(commits_end)?;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
             ix.indexed_end = commits_end;
         }
         let mut writer = Writer::at(view.clone(), part_bytes);
@@ -2254,9 +2284,13 @@ impl TileStore {
         Ok((full * TILE_WIDTH, Vec::new(), 0))
     }
 
+    /// Whether bundle `bundle`'s file (full, or a `.part` a commit filled)
+    /// holds 256 entries that read as events or stand-ins (zeroed bytes
+    /// frame as many empty entries, which are not).
     fn bundle_complete(&self, bundle: u64) -> Result<bool> {
         Ok(match self.read_bundle_file(bundle)? {
-            Some(b) => parse_full_bundle(&b).is_ok(),
+            Some(b) => parse_full_bundle(&b)
+                .is_ok_and(|(entries, _)| entries.iter().all(|e| read_entry(e).is_some())),
             None => false,
         })
     }

@@ -958,7 +958,10 @@ fn given_a_temporary_directory_inside_the_data_directory_when_checking_then_it_i
 #[test]
 fn given_damage_recover_once_gave_up_on_when_recovering_then_it_recovers_what_survives() {
     type Damage = fn(&std::path::Path);
-    let cases: [(&str, Damage, Option<i32>, u64, Option<[u64; 2]>); 3] = [
+    /// What, the damage, recover's exit code, the largest prefix, the
+    /// salvage's one missing run (None: the prefix is everything).
+    type Case = (&'static str, Damage, Option<i32>, u64, Option<[u64; 2]>);
+    let cases: [Case; 3] = [
         // Zeroes after the open bundle's entries frame 256 empty entries:
         // not a full bundle (they are no events), and past the commit.
         (

@@ -925,7 +925,7 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
                 .map(|&[a, b]| events_from_to(a, b))
                 .collect();
             s += &format!(
-                "\nlost (bytes gone or altered; only their leaf hashes survive): {}",
+                "\nlost (bytes gone or altered; the salvage proves nothing of them): {}",
                 ranges.join(", ")
             );
         }

@@ -891,6 +891,17 @@ fn given_a_damaged_tile_ledger_when_checked_or_recovered_then_no_file_is_written
     let len = std::fs::metadata(&partial).unwrap().len();
     std::fs::write(&partial, vec![0u8; usize::try_from(len).unwrap()]).unwrap();
     std::fs::remove_file(data.join("tiles/statements.idx")).unwrap();
+    // (and, in the files a private copy hard-links, a kept leaf flipped
+    // and stray bytes after a full bundle's entries: a repair replaces or
+    // cuts them, never in place),
+    let tile = data.join("tiles/tile/0/000");
+    let mut bytes = std::fs::read(&tile).unwrap();
+    bytes[100] ^= 1;
+    std::fs::write(&tile, &bytes).unwrap();
+    let bundle = data.join("tiles/tile/entries/001");
+    let mut bytes = std::fs::read(&bundle).unwrap();
+    bytes.extend_from_slice(b"stray");
+    std::fs::write(&bundle, &bytes).unwrap();
     let before = files_under(&data);
     // when the full check and recover read it (both report damage),
     let (code, v) = replay_verify(&data);

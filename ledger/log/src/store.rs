@@ -390,11 +390,17 @@ impl PrivateCopy {
     /// copy would write into the evidence, and copy itself). Copies a
     /// process left behind (killed before it could remove them) are
     /// removed first, once that process is gone.
+    ///
+    /// A file `link` accepts (by its path below the source directory) is
+    /// hard-linked rather than copied: for files the store never writes in
+    /// place once they exist (it replaces them by a rename, which in the
+    /// copy leaves the original alone).
     pub(crate) fn make(
         kind: &str,
         data_dir: &Path,
         original_lock: Option<File>,
         sources: &[(&Path, &str)],
+        link: &dyn Fn(&Path) -> bool,
     ) -> Result<Self> {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let temp = resolved(&std::env::temp_dir());
@@ -425,7 +431,7 @@ impl PrivateCopy {
         for (source, name) in sources {
             let to = dir.join(name);
             match std::fs::symlink_metadata(source) {
-                Ok(m) if m.is_dir() => copy_dir(source, &to)?,
+                Ok(m) if m.is_dir() => copy_dir(source, &to, Path::new(""), link)?,
                 Ok(_) => copy_file(source, &to)?,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(LogError::io(source, e)),
@@ -503,16 +509,23 @@ pub(crate) fn held_elsewhere(path: &Path) -> LogError {
     )
 }
 
-/// Copies the directory `from` into `to` (created), recursively.
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+/// Copies the directory `from` into `to` (created), recursively; a file
+/// whose path below the top directory copied (`rel`) `link` accepts is
+/// hard-linked instead when it can be (same file system, writable), else
+/// copied.
+fn copy_dir(from: &Path, to: &Path, rel: &Path, link: &dyn Fn(&Path) -> bool) -> Result<()> {
     std::fs::create_dir_all(to).map_err(|e| LogError::io(to, e))?;
     for entry in std::fs::read_dir(from).map_err(|e| LogError::io(from, e))? {
         let entry = entry.map_err(|e| LogError::io(from, e))?;
         let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let rel = rel.join(entry.file_name());
         let kind = entry.file_type().map_err(|e| LogError::io(&src, e))?;
         if kind.is_dir() {
-            copy_dir(&src, &dst)?;
+            copy_dir(&src, &dst, &rel, link)?;
         } else if kind.is_file() {
+            if link(&rel) && std::fs::hard_link(&src, &dst).is_ok() {
+                continue;
+            }
             copy_file(&src, &dst)?;
         }
     }
@@ -670,6 +683,8 @@ impl SledStore {
                 (&dir.join("anchor"), "anchor"),
                 (&dir.join("snapshots"), "snapshots"),
             ],
+            // sled rewrites its files in place: all are copied.
+            &|_| false,
         )?;
         let log_dir = copy.dir.join("log");
         Self::open_at(dir, log_dir, Some(copy))

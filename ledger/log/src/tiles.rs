@@ -608,6 +608,20 @@ fn lock_store(root: &Path) -> Result<File> {
     }
 }
 
+/// Whether `rel` (a path below `tiles/`) names a full entry bundle or a
+/// full hash tile: files written once, by a rename, and never in place
+/// afterwards, except for cutting bytes after a full bundle's 256 entries,
+/// which a store in a private copy does not do
+/// ([`TileStore::rebuild_hash_tiles`]). A private copy hard-links them
+/// rather than copying them: the copy then costs the commit log, the
+/// indexes and the open bundle, not the whole store.
+fn is_immutable_tile_file(rel: &Path) -> bool {
+    let mut parts = rel.components();
+    let top = parts.next().and_then(|c| c.as_os_str().to_str());
+    let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    top == Some("tile") && !name.ends_with(".part") && !name.starts_with('.') && !name.is_empty()
+}
+
 /// Locks `root/lock` of a store that is only read from a private copy
 /// ([`TileStore::open_copy`]), opened read-only so that a directory the
 /// caller cannot write can be read. `None` when there is no lock file: no
@@ -1490,6 +1504,10 @@ pub struct TileStore {
     /// Opened by [`TileStore::open_to_salvage`] (or its copy): read what
     /// can be read, past what the open cannot recompute.
     opened_to_salvage: bool,
+    /// Opened in a private copy ([`TileStore::open_copy`]): its full
+    /// bundles and tiles are hard links to the original's, never written in
+    /// place.
+    in_private_copy: bool,
     /// For [`TileStore::open_copy`]: the private copy opened (removed on
     /// drop, after the fields above) and the lock held on the original.
     _copy: Option<crate::store::PrivateCopy>,
@@ -1596,7 +1614,7 @@ impl TileStore {
     /// `tiles/partial` (or, when that does not prove out, the full tiles
     /// under the partial ones).
     pub fn open(dir: &Path) -> Result<Self> {
-        Self::open_with(dir, false)
+        Self::open_with(dir, false, false)
     }
 
     /// Opens the tile store of a damaged data directory to read what it
@@ -1607,7 +1625,7 @@ impl TileStore {
     /// [`Store::check_structures`] reports the commit log missing, and
     /// every commit is refused.
     pub fn open_to_salvage(dir: &Path) -> Result<Self> {
-        Self::open_with(dir, true)
+        Self::open_with(dir, true, false)
     }
 
     /// Opens a private copy of the tile store under `dir`, for commands
@@ -1651,17 +1669,18 @@ impl TileStore {
                 (&dir.join("anchor"), "anchor"),
                 (&dir.join("snapshots"), "snapshots"),
             ],
+            &|rel| is_immutable_tile_file(rel),
         )?;
         let snapshots = copy.dir.join("snapshots");
         if salvage && !snapshots.exists() {
             fs::create_dir(&snapshots).map_err(|e| LogError::io(&snapshots, e))?;
         }
-        let mut store = Self::open_with(&copy.dir, salvage)?;
+        let mut store = Self::open_with(&copy.dir, salvage, true)?;
         store._copy = Some(copy);
         Ok(store)
     }
 
-    fn open_with(dir: &Path, salvage: bool) -> Result<Self> {
+    fn open_with(dir: &Path, salvage: bool, in_private_copy: bool) -> Result<Self> {
         let root = dir.join("tiles");
         let snapshot_dir = dir.join("snapshots");
         crate::store::require_dirs(&[&root, &snapshot_dir])?;
@@ -1753,6 +1772,7 @@ impl TileStore {
             }),
             partial_as_found,
             opened_to_salvage: salvage,
+            in_private_copy,
             _copy: None,
         };
         if commits_missing {
@@ -2949,6 +2969,11 @@ impl TileStore {
         // And bytes after a full bundle's 256 entries are part of no event
         // (the entries just gave the root without them): cut off.
         for index in 0..len / TILE_WIDTH {
+            // (Not in a private copy: its full bundles are links to the
+            // evidence, and the check that opened it only reports.)
+            if self.in_private_copy {
+                break;
+            }
             if let Some((end, excess)) = self.full_bundle_excess(index)? {
                 let rel = bundle_path(index);
                 let path = self.path(&rel);

@@ -950,11 +950,18 @@ fn given_a_temporary_directory_inside_the_data_directory_when_checking_then_it_i
         files_under(&data).keys().collect::<Vec<_>>()
     );
     // Given a private copy a killed process left in TMPDIR (its process
-    // is gone), when the full check runs, then it is removed, and the
+    // is gone, the copy two hours old), when the full check runs, then it
+    // is removed, and the
     // check's own copy is gone when it ends.
     let temp = dir.path().join("tmp");
     let abandoned = temp.join("docket-tiles-copy-4194999-1-0");
     std::fs::create_dir_all(abandoned.join("tiles")).unwrap();
+    // (two hours old: a younger one may belong to a process this one
+    // cannot see)
+    std::fs::File::open(&abandoned)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(7200))
+        .unwrap();
     let run = docket()
         .env("TMPDIR", &temp)
         .args(["--json", "--data"])

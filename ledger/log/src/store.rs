@@ -465,9 +465,10 @@ fn resolved(path: &Path) -> PathBuf {
     }
 }
 
-/// Removes the private copies under `temp` whose process is gone (a copy
-/// is named `docket-<kind>-copy-<pid>-…`; a process killed by a signal
-/// cannot remove its own). Linux only (`/proc`); best effort.
+/// Removes the private copies under `temp` whose process is gone and that
+/// are over an hour old (a copy is named `docket-<kind>-copy-<pid>-…`; a
+/// process killed by a signal cannot remove its own). Linux only (`/proc`);
+/// best effort.
 fn remove_abandoned_copies(temp: &Path) {
     let Ok(entries) = std::fs::read_dir(temp) else {
         return;
@@ -488,7 +489,15 @@ fn remove_abandoned_copies(temp: &Path) {
         let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
             continue;
         };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+        // And an hour old: a process of another PID namespace sharing this
+        // directory may be alive and reading its copy.
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(3600));
+        if old && pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }

@@ -590,9 +590,15 @@ fn open_rw(path: &Path) -> Result<File> {
 /// just dropped by another thread) is retried briefly; one held elsewhere
 /// (a running `docket serve`) is reported, in the words sled uses.
 fn lock_store(root: &Path) -> Result<File> {
-    const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
     let path = root.join("lock");
-    let file = open_rw(&path)?;
+    lock_waiting(open_rw(&path)?, &path)
+}
+
+/// Takes the exclusive lock on `file` (the store's lock file `path`). A lock
+/// held by this process is retried briefly (a store just closed may still
+/// be releasing it); one held elsewhere is reported after half a second.
+fn lock_waiting(file: File, path: &Path) -> Result<File> {
+    const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
     let started = std::time::Instant::now();
     loop {
         match file.try_lock() {
@@ -601,9 +607,9 @@ fn lock_store(root: &Path) -> Result<File> {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(crate::store::held_elsewhere(&path));
+                return Err(crate::store::held_elsewhere(path));
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(LogError::io(&path, e)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(LogError::io(path, e)),
         }
     }
 }
@@ -627,25 +633,11 @@ fn is_immutable_tile_file(rel: &Path) -> bool {
 /// caller cannot write can be read. `None` when there is no lock file: no
 /// process has the store open (an open store holds it).
 fn lock_original(root: &Path) -> Result<Option<File>> {
-    const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
     let path = root.join("lock");
-    let file = match File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(LogError::io(&path, e)),
-    };
-    let started = std::time::Instant::now();
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(Some(file)),
-            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_WAIT => {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(crate::store::held_elsewhere(&path));
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(LogError::io(&path, e)),
-        }
+    match File::open(&path) {
+        Ok(file) => lock_waiting(file, &path).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(LogError::io(&path, e)),
     }
 }
 

@@ -234,6 +234,15 @@ fn recover(data: &std::path::Path, out: &std::path::Path) -> (Option<i32>, serde
     (run.status.code(), v)
 }
 
+/// A closed tile ledger of 601 events (genesis and 600 notes: bundles 000
+/// and 001 full, 002.part open) at `dir/d`, and its verifier key.
+fn tile_ledger_of_601(dir: &std::path::Path) -> (std::path::PathBuf, String) {
+    let data = dir.join("d");
+    ledger_of_layout(&data, 600, Layout::Tiles);
+    let vkey = vkey_of(&data);
+    (data, vkey)
+}
+
 /// The verifier key of the ledger in `data` (what an auditor pins).
 fn vkey_of(data: &std::path::Path) -> String {
     let ledger_key = keys::read_key_file(&data.join("keys/ledger.key")).unwrap();
@@ -406,9 +415,7 @@ fn without_its_anchor_file_a_ledger_is_refused_and_recover_exports_what_its_stor
 #[test]
 fn a_torn_entry_bundle_is_named_by_the_full_check_and_recover_exports_the_events_before_the_tear() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("d");
-    ledger_of_layout(&data, 600, Layout::Tiles);
-    let vkey = vkey_of(&data);
+    let (data, vkey) = tile_ledger_of_601(dir.path());
     // Given the first full entry bundle cut in the middle of its entries,
     let bundle0 = data.join("tiles/tile/entries/000");
     let bytes = std::fs::read(&bundle0).unwrap();
@@ -621,9 +628,7 @@ fn given_a_garbled_length_or_a_damaged_kept_leaf_when_salvaging_then_only_the_da
     for (what, damage, lost) in cases {
         // Given a tile ledger of 601 events with that damage,
         let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("d");
-        ledger_of_layout(&data, 600, Layout::Tiles);
-        let vkey = vkey_of(&data);
+        let (data, vkey) = tile_ledger_of_601(dir.path());
         damage(&data);
         // when recover runs with --salvage-out,
         let salvage = dir.path().join("salvage");
@@ -653,9 +658,7 @@ fn given_a_bundle_and_its_leaf_tile_both_gone_when_salvaging_then_a_kept_upper_n
     // bytes nor the leaves of those events survive, but the node over
     // them (level 8, index 1) is in tiles/partial,
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("d");
-    ledger_of_layout(&data, 600, Layout::Tiles);
-    let vkey = vkey_of(&data);
+    let (data, vkey) = tile_ledger_of_601(dir.path());
     std::fs::remove_file(data.join("tiles/tile/entries/001")).unwrap();
     std::fs::remove_file(data.join("tiles/tile/0/001")).unwrap();
     let partial = std::fs::read(data.join("tiles/partial")).unwrap();
@@ -709,9 +712,7 @@ fn given_the_genesis_bundle_gone_when_salvaging_then_the_events_after_it_are_car
     // Given a tile ledger of 601 events whose first entry bundle (genesis
     // and the key registrations among events 0..=255) is deleted,
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("d");
-    ledger_of_layout(&data, 600, Layout::Tiles);
-    let vkey = vkey_of(&data);
+    let (data, vkey) = tile_ledger_of_601(dir.path());
     std::fs::remove_file(data.join("tiles/tile/entries/000")).unwrap();
     // when recover runs, first without --salvage-out,
     let prefix = dir.path().join("prefix");
@@ -1080,9 +1081,7 @@ fn without_an_intact_commit_log_a_tile_ledger_is_refused_and_recover_exports_eve
 {
     for damage in ["deleted", "cut to half", "zero-filled"] {
         let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("d");
-        ledger_of_layout(&data, 600, Layout::Tiles);
-        let vkey = vkey_of(&data);
+        let (data, vkey) = tile_ledger_of_601(dir.path());
         // Given the commit log deleted, cut short or zero-filled,
         let commits = data.join("tiles/commits");
         let len = std::fs::metadata(&commits).unwrap().len();

@@ -1048,6 +1048,23 @@ fn given_damage_recover_once_gave_up_on_when_recovering_then_it_recovers_what_su
 }
 
 #[test]
+fn given_a_ledger_without_its_snapshots_directory_when_recovering_then_every_event_is_recovered() {
+    for layout in LAYOUTS {
+        // Given a ledger of 301 events whose snapshots/ (derived) is gone,
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("d");
+        ledger_of_layout(&data, 300, layout);
+        std::fs::remove_dir_all(data.join("snapshots")).unwrap();
+        // when recover runs, then it recovers every event (exit 0), and
+        // the data directory is left as it was (no snapshots/ made).
+        let (code, v) = recover(&data, &dir.path().join("prefix"));
+        assert_eq!(code, Some(0), "{layout:?}: {v}");
+        assert_eq!(v["plan"]["prefix"], 301, "{layout:?}: {v}");
+        assert!(!data.join("snapshots").exists(), "{layout:?}");
+    }
+}
+
+#[test]
 fn given_an_intact_ledger_when_recovering_with_salvage_then_no_salvage_bundle_is_written() {
     // Given an intact ledger (the prefix is the whole anchored log),
     let dir = tempfile::tempdir().unwrap();

@@ -502,13 +502,17 @@ fn open_local_store_to_read(dir: &Path) -> Result<Arc<dyn Store>> {
 
 /// As [`open_store_for_verification`], for recovering what a damaged data
 /// directory still holds: a tile store opens even without its commit log
-/// ([`crate::tiles::TileStore::open_copy_to_salvage`]); it is read from a
-/// private copy, as [`open_store_for_verification`] reads it.
+/// ([`crate::tiles::TileStore::open_copy_to_salvage`]), either store
+/// without its snapshots; it is read from a private copy, as
+/// [`open_store_for_verification`] reads it.
 pub fn open_store_to_salvage(dir: &Path) -> Result<(Arc<dyn Store>, NoteVerifier)> {
     let (_, verifier) = read_config(dir)?;
     let store: Arc<dyn Store> = match Layout::of(dir) {
         Layout::Tiles if dir.join(Layout::Tiles.store_dir()).exists() => {
             Arc::new(crate::tiles::TileStore::open_copy_to_salvage(dir)?)
+        }
+        Layout::Sled if dir.join(Layout::Sled.store_dir()).exists() => {
+            Arc::new(sled_open_guarded(|| SledStore::open_copy_to_salvage(dir))?)
         }
         _ => open_local_store_to_read(dir)?,
     };

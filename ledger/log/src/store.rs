@@ -674,8 +674,23 @@ impl SledStore {
     /// (`could not acquire lock`). Costs one copy of `log/` (about 1.4 KB
     /// per event).
     pub fn open_copy(dir: &Path) -> Result<Self> {
+        Self::open_copy_with(dir, false)
+    }
+
+    /// [`SledStore::open_copy`] for `docket recover`: a missing
+    /// `snapshots/` (derived) is no reason to stop; the copy gets an empty
+    /// one.
+    pub fn open_copy_to_salvage(dir: &Path) -> Result<Self> {
+        Self::open_copy_with(dir, true)
+    }
+
+    fn open_copy_with(dir: &Path, salvage: bool) -> Result<Self> {
         let original = dir.join("log");
-        require_dirs(&[&original, &dir.join("snapshots")])?;
+        if salvage {
+            require_dirs(&[&original])?;
+        } else {
+            require_dirs(&[&original, &dir.join("snapshots")])?;
+        }
         let db_path = original.join("db");
         let lock = File::open(&db_path).map_err(|e| LogError::io(&db_path, e))?;
         match lock.try_lock() {
@@ -695,6 +710,10 @@ impl SledStore {
             // sled rewrites its files in place: all are copied.
             &|_| false,
         )?;
+        let snapshots = copy.dir.join("snapshots");
+        if salvage && !snapshots.exists() {
+            std::fs::create_dir(&snapshots).map_err(|e| LogError::io(&snapshots, e))?;
+        }
         let log_dir = copy.dir.join("log");
         Self::open_at(dir, log_dir, Some(copy))
     }

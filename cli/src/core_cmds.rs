@@ -640,6 +640,10 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
         Some(url) => crate::pg_cmds::open_for_reading(&ctx.data, url),
         None => docket_log::sequencer::open_store_for_verification(&ctx.data).map_err(Into::into),
     };
+    // What the store's open repaired: in the private copy only, so the data
+    // directory still holds it unrepaired until the ledger next opens for
+    // writing.
+    let mut repaired_in_copy = Vec::new();
     let (mut report, state) = match opened {
         Ok((store, verifier)) => {
             let len = docket_domain::store::Store::len(&store)?;
@@ -648,6 +652,7 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
                 bar.set_position(done)
             })?;
             bar.finish_and_clear();
+            repaired_in_copy = docket_domain::store::Store::repaired_at_open(&store);
             replayed
         }
         Err(e) => {
@@ -701,6 +706,7 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
         "exit_code": code,
         "report": report,
         "keys": state.keys.keys.len(),
+        "repaired_in_copy": repaired_in_copy,
     });
     out.emit(&summary, || {
         let mut s = format!(
@@ -719,6 +725,12 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
         for m in &report.snapshots_missing {
             s += &format!(
                 "\nnote: snapshot {m} is missing; it is rebuilt from the log on the next open"
+            );
+        }
+        for r in &repaired_in_copy {
+            s += &format!(
+                "\nnote: {r} (in the private copy read; the data directory is repaired when the \
+                 ledger next opens for writing)"
             );
         }
         if report.findings.is_empty() {

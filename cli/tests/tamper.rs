@@ -1065,6 +1065,33 @@ fn given_a_ledger_without_its_snapshots_directory_when_recovering_then_every_eve
 }
 
 #[test]
+fn given_the_last_commit_torn_when_checked_then_the_repair_in_the_copy_is_said() {
+    // Given a tile ledger whose last event's bytes differ on disk from
+    // what the anchor's redo holds (as a commit torn at a crash leaves it),
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    ledger_of_layout(&data, 300, Layout::Tiles);
+    flip_event(&data, 300, 40);
+    let before = files_under(&data);
+    // when the full check runs, then the ledger is intact (the redo is
+    // the acknowledged commit), it says what its open committed again,
+    // and the data directory is left as it was.
+    let (code, v) = replay_verify(&data);
+    assert_eq!(code, 0, "{v}");
+    let repaired = v["repaired_in_copy"].as_array().unwrap();
+    assert!(
+        repaired
+            .iter()
+            .any(|r| r.as_str().unwrap().contains("anchor's redo")),
+        "{v}"
+    );
+    let after = files_under(&data);
+    for (path, bytes) in &before {
+        assert!(after[path] == *bytes, "{} was rewritten", path.display());
+    }
+}
+
+#[test]
 fn given_an_intact_ledger_when_recovering_with_salvage_then_no_salvage_bundle_is_written() {
     // Given an intact ledger (the prefix is the whole anchored log),
     let dir = tempfile::tempdir().unwrap();

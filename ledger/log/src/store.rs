@@ -127,6 +127,12 @@ pub trait Store: NodeSource + Send + Sync {
         let _ = to;
         Ok(SalvagedPastLen::default())
     }
+    /// What the store's open repaired in its files (for the full check to
+    /// say; a store opened in a private copy repaired the copy only). The
+    /// default: nothing.
+    fn repaired_at_open(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Sequence number of the event that first carried a statement digest.
     fn statement_seq(&self, digest: &Hash) -> Result<Option<u64>>;
     /// Calls `f` with every statement digest in the log (to build the
@@ -1935,6 +1941,9 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     fn salvage_past_len(&self, to: u64) -> Result<SalvagedPastLen> {
         (**self).salvage_past_len(to)
+    }
+    fn repaired_at_open(&self) -> Vec<String> {
+        (**self).repaired_at_open()
     }
     fn salvage_range(&self, from: u64, to: u64) -> Result<SalvagedRange> {
         (**self).salvage_range(from, to)

@@ -1496,6 +1496,8 @@ pub struct TileStore {
     /// Opened by [`TileStore::open_to_salvage`] (or its copy): read what
     /// can be read, past what the open cannot recompute.
     opened_to_salvage: bool,
+    /// What the open repaired ([`Store::repaired_at_open`]).
+    repaired_at_open: Mutex<Vec<String>>,
     /// Opened in a private copy ([`TileStore::open_copy`]): its full
     /// bundles and tiles are hard links to the original's, never written in
     /// place.
@@ -1765,6 +1767,7 @@ impl TileStore {
             partial_as_found,
             opened_to_salvage: salvage,
             in_private_copy,
+            repaired_at_open: Mutex::default(),
             _copy: None,
         };
         if commits_missing {
@@ -2155,6 +2158,14 @@ impl TileStore {
                 "tile store: events {len}..{size} are anchored but the store does not hold them (a commit interrupted before its files were durable, or damage to them since); committed them again from the anchor"
             );
             self.commit(&batch)?;
+            self.repaired_at_open
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(format!(
+                    "events {len}..{size} were committed again from the anchor's redo (the \
+                     store did not hold them whole: a commit interrupted at a crash, or damage \
+                     since)"
+                ));
         }
         Ok(())
     }
@@ -3601,6 +3612,13 @@ impl NodeSource for TileStore {
 }
 
 impl Store for TileStore {
+    fn repaired_at_open(&self) -> Vec<String> {
+        self.repaired_at_open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     fn commit(&self, batch: &CommitBatch) -> Result<()> {
         self.commit_with(batch, false).map(|_| ())
     }

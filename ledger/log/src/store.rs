@@ -447,6 +447,47 @@ impl PrivateCopy {
     }
 }
 
+impl PrivateCopy {
+    /// A private copy ([`PrivateCopy::make`]) of the store directory
+    /// `store` (`log` or `tiles`) of data directory `dir`, with its anchor
+    /// and snapshots, the original locked by `lock` (given the store
+    /// directory). The store directory must exist, and so must
+    /// `snapshots/` unless `salvage`: they are derived, and the copy of a
+    /// store read to salvage gets an empty one.
+    pub(crate) fn of_store(
+        store: &str,
+        dir: &Path,
+        salvage: bool,
+        lock: &dyn Fn(&Path) -> Result<Option<File>>,
+        link: &dyn Fn(&Path) -> bool,
+    ) -> Result<Self> {
+        let original = dir.join(store);
+        let snapshots = dir.join("snapshots");
+        if salvage {
+            require_dirs(&[&original])?;
+        } else {
+            require_dirs(&[&original, &snapshots])?;
+        }
+        let kind = if store == "log" { "sled" } else { store };
+        let copy = Self::make(
+            kind,
+            dir,
+            lock(&original)?,
+            &[
+                (&original, store),
+                (&dir.join("anchor"), "anchor"),
+                (&snapshots, "snapshots"),
+            ],
+            link,
+        )?;
+        let copied = copy.dir.join("snapshots");
+        if salvage && !copied.exists() {
+            std::fs::create_dir(&copied).map_err(|e| LogError::io(&copied, e))?;
+        }
+        Ok(copy)
+    }
+}
+
 /// `path` made absolute and resolved (symbolic links, `..`) as far as it
 /// exists; the rest, not yet created, appended as given.
 fn resolved(path: &Path) -> PathBuf {
@@ -691,35 +732,17 @@ impl SledStore {
     }
 
     fn open_copy_with(dir: &Path, salvage: bool) -> Result<Self> {
-        let original = dir.join("log");
-        if salvage {
-            require_dirs(&[&original])?;
-        } else {
-            require_dirs(&[&original, &dir.join("snapshots")])?;
-        }
-        let db_path = original.join("db");
-        let lock = File::open(&db_path).map_err(|e| LogError::io(&db_path, e))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Err(held_elsewhere(&db_path)),
-            Err(std::fs::TryLockError::Error(e)) => return Err(LogError::io(&db_path, e)),
-        }
-        let copy = PrivateCopy::make(
-            "sled",
-            dir,
-            Some(lock),
-            &[
-                (&original, "log"),
-                (&dir.join("anchor"), "anchor"),
-                (&dir.join("snapshots"), "snapshots"),
-            ],
-            // sled rewrites its files in place: all are copied.
-            &|_| false,
-        )?;
-        let snapshots = copy.dir.join("snapshots");
-        if salvage && !snapshots.exists() {
-            std::fs::create_dir(&snapshots).map_err(|e| LogError::io(&snapshots, e))?;
-        }
+        let lock = |original: &Path| {
+            let db_path = original.join("db");
+            let lock = File::open(&db_path).map_err(|e| LogError::io(&db_path, e))?;
+            match lock.try_lock() {
+                Ok(()) => Ok(Some(lock)),
+                Err(std::fs::TryLockError::WouldBlock) => Err(held_elsewhere(&db_path)),
+                Err(std::fs::TryLockError::Error(e)) => Err(LogError::io(&db_path, e)),
+            }
+        };
+        // sled rewrites its files in place: all are copied.
+        let copy = PrivateCopy::of_store("log", dir, salvage, &lock, &|_| false)?;
         let log_dir = copy.dir.join("log");
         Self::open_at(dir, log_dir, Some(copy))
     }

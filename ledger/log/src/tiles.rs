@@ -1645,30 +1645,12 @@ impl TileStore {
     }
 
     fn open_copy_with(dir: &Path, salvage: bool) -> Result<Self> {
-        let root = dir.join("tiles");
-        // Snapshots are derived: a salvage goes on without them (the full
-        // check reports their directory missing).
-        if salvage {
-            crate::store::require_dirs(&[&root])?;
-        } else {
-            crate::store::require_dirs(&[&root, &dir.join("snapshots")])?;
-        }
-        let lock = lock_original(&root)?;
-        let copy = crate::store::PrivateCopy::make(
-            "tiles",
-            dir,
-            lock,
-            &[
-                (&root, "tiles"),
-                (&dir.join("anchor"), "anchor"),
-                (&dir.join("snapshots"), "snapshots"),
-            ],
-            &|rel| is_immutable_tile_file(rel),
-        )?;
-        let snapshots = copy.dir.join("snapshots");
-        if salvage && !snapshots.exists() {
-            fs::create_dir(&snapshots).map_err(|e| LogError::io(&snapshots, e))?;
-        }
+        // (Snapshots are derived: a salvage goes on without them; the full
+        // check reports their directory missing.)
+        let copy =
+            crate::store::PrivateCopy::of_store("tiles", dir, salvage, &lock_original, &|rel| {
+                is_immutable_tile_file(rel)
+            })?;
         let mut store = Self::open_with(&copy.dir, salvage, true)?;
         store._copy = Some(copy);
         Ok(store)

@@ -478,6 +478,14 @@ fn recover_salvaging(
     (run.status.code(), v)
 }
 
+/// Reads the file at `path`, lets `edit` change its bytes, writes it back
+/// (damage at rest, done by hand).
+fn edit_file(path: &std::path::Path, edit: impl FnOnce(&mut Vec<u8>)) {
+    let mut bytes = std::fs::read(path).unwrap();
+    edit(&mut bytes);
+    std::fs::write(path, &bytes).unwrap();
+}
+
 /// Overwrites the 2-byte length before event `seq`'s entry in its tile
 /// bundle with `len` (0xFFFF runs past any bundle; a small one frames
 /// made-up entries).
@@ -605,9 +613,7 @@ fn given_a_garbled_length_or_a_damaged_kept_leaf_when_salvaging_then_only_the_da
             |data| {
                 flip_event(data, 266, 40);
                 let tile = data.join("tiles/tile/0/000");
-                let mut bytes = std::fs::read(&tile).unwrap();
-                bytes[3200..3232].fill(0);
-                std::fs::write(&tile, &bytes).unwrap();
+                edit_file(&tile, |bytes| bytes[3200..3232].fill(0));
             },
             266,
         ),
@@ -618,9 +624,7 @@ fn given_a_garbled_length_or_a_damaged_kept_leaf_when_salvaging_then_only_the_da
             |data| {
                 set_entry_length(data, 356, 0xFFFF);
                 let tile = data.join("tiles/tile/0/001");
-                let mut bytes = std::fs::read(&tile).unwrap();
-                bytes[100 * 32..101 * 32].fill(0);
-                std::fs::write(&tile, &bytes).unwrap();
+                edit_file(&tile, |bytes| bytes[100 * 32..101 * 32].fill(0));
             },
             356,
         ),
@@ -689,9 +693,7 @@ fn given_a_bundle_and_its_leaf_tile_both_gone_when_salvaging_then_a_kept_upper_n
     let data = data.with_extension("b");
     std::fs::remove_file(data.join("tiles/tile/entries/001")).unwrap();
     let tile = data.join("tiles/tile/0/001");
-    let mut bytes = std::fs::read(&tile).unwrap();
-    bytes[4096..].fill(0);
-    std::fs::write(&tile, &bytes).unwrap();
+    edit_file(&tile, |bytes| bytes[4096..].fill(0));
     let salvage = dir.path().join("salvage-b");
     let (code, v) = recover_salvaging(&data, &dir.path().join("prefix-b"), &salvage);
     assert_eq!(code, Some(5), "{v}");
@@ -839,9 +841,8 @@ fn given_a_damaged_sled_file_when_checked_or_recovered_then_the_file_is_left_as_
     let data = dir.path().join("d");
     ledger_of_layout(&data, 300, Layout::Sled);
     let db = data.join("log/db");
-    let mut bytes = std::fs::read(&db).unwrap();
-    bytes[40_000..44_096].fill(0);
-    std::fs::write(&db, &bytes).unwrap();
+    edit_file(&db, |bytes| bytes[40_000..44_096].fill(0));
+    let bytes = std::fs::read(&db).unwrap();
     // when the full check and recover read it (both report damage),
     let (code, v) = replay_verify(&data);
     assert_eq!(code, 5, "{v}");
@@ -896,13 +897,9 @@ fn given_a_damaged_tile_ledger_when_checked_or_recovered_then_no_file_is_written
     // and stray bytes after a full bundle's entries: a repair replaces or
     // cuts them, never in place),
     let tile = data.join("tiles/tile/0/000");
-    let mut bytes = std::fs::read(&tile).unwrap();
-    bytes[100] ^= 1;
-    std::fs::write(&tile, &bytes).unwrap();
+    edit_file(&tile, |bytes| bytes[100] ^= 1);
     let bundle = data.join("tiles/tile/entries/001");
-    let mut bytes = std::fs::read(&bundle).unwrap();
-    bytes.extend_from_slice(b"stray");
-    std::fs::write(&bundle, &bytes).unwrap();
+    edit_file(&bundle, |bytes| bytes.extend_from_slice(b"stray"));
     let before = files_under(&data);
     // when the full check and recover read it (both report damage),
     let (code, v) = replay_verify(&data);
@@ -987,9 +984,7 @@ fn given_damage_recover_once_gave_up_on_when_recovering_then_it_recovers_what_su
             "4 KiB of zeroes appended to the open bundle",
             |data| {
                 let part = data.join("tiles/tile/entries/002.part");
-                let mut bytes = std::fs::read(&part).unwrap();
-                bytes.extend(vec![0u8; 4096]);
-                std::fs::write(&part, &bytes).unwrap();
+                edit_file(&part, |bytes| bytes.extend(vec![0u8; 4096]));
             },
             Some(0),
             601,
@@ -1009,9 +1004,7 @@ fn given_damage_recover_once_gave_up_on_when_recovering_then_it_recovers_what_su
             "the commit log's first 200 bytes zeroed, event 560's length garbled",
             |data| {
                 let commits = data.join("tiles/commits");
-                let mut bytes = std::fs::read(&commits).unwrap();
-                bytes[..200].fill(0);
-                std::fs::write(&commits, &bytes).unwrap();
+                edit_file(&commits, |bytes| bytes[..200].fill(0));
                 set_entry_length(data, 560, 0);
             },
             Some(5),
@@ -1170,9 +1163,7 @@ fn a_damaged_anchor_slot_is_named_on_stderr_and_the_newest_slot_that_verifies_is
         // Given one byte of the note in the anchor's first slot flipped (every
         // slot of the ring has been written by now),
         let anchor = data.join("anchor");
-        let mut bytes = std::fs::read(&anchor).unwrap();
-        bytes[60] ^= 0x01;
-        std::fs::write(&anchor, &bytes).unwrap();
+        edit_file(&anchor, |bytes| bytes[60] ^= 0x01);
         // when a command opens the ledger, then it serves every event and
         // says which slot did not verify.
         let out = log_show(&data, 40);

@@ -29,6 +29,12 @@ use crate::server::{convert, status};
 
 /// Appends kept in flight by `append_stream` (they share group commits).
 const PIPELINE_WINDOW: usize = 256;
+/// HTTP/2 flow-control window of a client connection: h2 then lets about
+/// 24,000 small responses wait unread (half the window, charged at up to
+/// 256 bytes of framing each) before it calls the peer abusive.
+const CONNECTION_WINDOW: u32 = 8 * 1024 * 1024;
+/// HTTP/2 flow-control window of one stream (hyper's default).
+const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
 /// How long `tail --follow` keeps trying to resume after losing the server.
 const RESUME_FOR: Duration = Duration::from_secs(30);
 
@@ -151,7 +157,14 @@ pub async fn channel_with(url: &str, tls: Option<&ClientTls>) -> Result<Channel>
         .map_err(|e| CliError::new(exit::USAGE, format!("bad server URL {url:?}: {e}")))?
         .connect_timeout(Duration::from_secs(5))
         .tcp_nodelay(true)
-        .http2_adaptive_window(true);
+        // Fixed windows, not hyper's adaptive ones: h2 (0.4.20) lets a
+        // connection hold at most half its window's worth of small DATA
+        // frames not yet read, then closes it (GOAWAY ENHANCE_YOUR_CALM
+        // "too_many_data_frames"). An adaptive window starts at 64 KiB,
+        // about 180 unread receipts, fewer than one group commit of the
+        // PIPELINE_WINDOW appends `log append --stdin` keeps in flight.
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .initial_stream_window_size(STREAM_WINDOW);
     if let Some(tls) = tls {
         let Some(ca) = &tls.ca_pem else {
             return Err(CliError::new(
@@ -206,6 +219,13 @@ pub fn status_error(s: &Status) -> anyhow::Error {
         return docket_domain::LedgerError::Invalid { what, violations }.into();
     }
     let code = status::exit_code_of(s);
+    if status::is_local_transport_failure(s) {
+        return CliError::new(
+            code,
+            format!("the connection to the server failed: {}", s.message()),
+        )
+        .into();
+    }
     let message = match s.code() {
         Code::InvalidArgument
         | Code::NotFound

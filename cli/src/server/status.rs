@@ -350,17 +350,52 @@ pub fn with_exit_code(mut status: Status, code: u8) -> Status {
 /// server attached, else [`exit::for_status`].
 #[must_use]
 pub fn exit_code_of(status: &Status) -> u8 {
-    status
+    let sent = status
         .metadata()
         .get(EXIT_CODE_METADATA)
         .and_then(|v| v.to_str().ok())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| exit::for_status(status))
+        .and_then(|s| s.parse().ok());
+    match sent {
+        Some(code) => code,
+        None if is_local_transport_failure(status) => exit::UNEXPECTED,
+        None => exit::for_status(status),
+    }
+}
+
+/// Whether `status` was made by this client's own transport (a connection
+/// that broke, an HTTP/2 error of the local library) rather than sent by a
+/// server: such a status carries its cause, and no server's exit code. A
+/// network failure (exit 10), whatever gRPC code the library chose for it
+/// (h2's `ENHANCE_YOUR_CALM` becomes `RESOURCE_EXHAUSTED`, which a server
+/// uses for a refusal).
+#[must_use]
+pub fn is_local_transport_failure(status: &Status) -> bool {
+    status.metadata().get(EXIT_CODE_METADATA).is_none()
+        && std::error::Error::source(status).is_some()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn given_a_status_the_client_transport_made_then_it_is_a_network_failure_not_a_refusal() {
+        // Given the status tonic makes of the local h2 library's GOAWAY
+        // (ENHANCE_YOUR_CALM, which tonic maps to RESOURCE_EXHAUSTED),
+        let local = Status::from_error(Box::new(h2::Error::from(h2::Reason::ENHANCE_YOUR_CALM)));
+        assert_eq!(local.code(), Code::ResourceExhausted);
+        // then it is a network failure (exit 10),
+        assert!(is_local_transport_failure(&local));
+        assert_eq!(exit_code_of(&local), exit::UNEXPECTED);
+        // while the same code sent by a server, with or without its exit
+        // code, is a refusal (exit 2).
+        let sent = Status::resource_exhausted("the write queue is full");
+        assert!(!is_local_transport_failure(&sent));
+        assert_eq!(exit_code_of(&sent), exit::INVALID);
+        let coded = with_exit_code(Status::resource_exhausted("full"), exit::INVALID);
+        assert!(!is_local_transport_failure(&coded));
+        assert_eq!(exit_code_of(&coded), exit::INVALID);
+    }
 
     #[test]
     fn mapping_table() {

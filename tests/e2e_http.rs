@@ -498,6 +498,28 @@ async fn tiles_checkpoint_metrics_and_api() {
     assert_eq!(ev["sha256"].as_str().map(str::len), Some(64));
     assert_eq!(get(http, "/api/task/no-such-task").status, 404);
     assert_eq!(get(http, "/api/event/999999").status, 404);
+    // A query that does not parse: 400 with the API's JSON error, like
+    // every other error here (campaign 21a: it was axum's plain text).
+    for bad in [
+        "/api/events?before=abc",
+        "/api/events?limit=-1",
+        "/api/events?before=18446744073709551616",
+    ] {
+        let r = get(http, bad);
+        assert_eq!(r.status, 400, "{bad}");
+        assert!(
+            r.header("content-type")
+                .is_some_and(|t| t.starts_with("application/json")),
+            "{bad}: {:?}",
+            r.headers
+        );
+        assert!(
+            r.json()["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("bad query")),
+            "{bad}"
+        );
+    }
     let proof = get(http, "/api/proof/3").json();
     assert_eq!(proof["tree_size"], json!(size));
     assert!(

@@ -707,6 +707,9 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
         "report": report,
         "keys": state.keys.keys.len(),
         "repaired_in_copy": repaired_in_copy,
+        // The lowest sequence number a finding names (docs/OPERATIONS.md,
+        // "When the ledger reports damage"); null when none names one.
+        "first_damage": report.findings.iter().filter_map(|f| f.seq).min(),
     });
     out.emit(&summary, || {
         let mut s = format!(

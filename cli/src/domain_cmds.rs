@@ -898,7 +898,14 @@ fn hash_file(path: &Path) -> Result<([u8; 32], u64)> {
     let mut buf = vec![0u8; 64 << 10];
     let mut size = 0u64;
     loop {
-        let n = f.read(&mut buf)?;
+        // A directory opens but does not read (EISDIR): missing input,
+        // named, like a file that is not there.
+        let n = f.read(&mut buf).map_err(|e| {
+            CliError::new(
+                exit::MISSING,
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
         if n == 0 {
             break;
         }
@@ -938,7 +945,12 @@ fn evidence_put(ctx: &Ctx, a: &EvidencePutArgs) -> Result<u8> {
         p["retention_class"] = json!(c);
     }
     let st = sign_json(kinds::EVIDENCE_REGISTERED, &p, &key);
-    let file = std::fs::File::open(&a.file)?;
+    let file = std::fs::File::open(&a.file).map_err(|e| {
+        CliError::new(
+            exit::MISSING,
+            format!("cannot read {}: {e}", a.file.display()),
+        )
+    })?;
     let put = match mode(ctx)? {
         Mode::Embedded(d) => {
             let r = d.put_evidence(file, st).map_err(|e| explain(e.into()))?;

@@ -170,16 +170,38 @@ pub mod served {
         if is_lock_held(e) { address(data) } else { None }
     }
 
+    /// Who holds the data directory's store, in words.
+    fn holder_in_words(data: &Path) -> String {
+        match address(data) {
+            Some(a) => format!("the server at {a}"),
+            None => "another process (a `docket serve`?)".to_string(),
+        }
+    }
+
+    /// For a second `docket serve` on a served data directory: a held lock
+    /// becomes a usage error (exit 64) naming the server that holds it.
+    pub fn explain_second_server(data: &Path, e: anyhow::Error) -> anyhow::Error {
+        if !is_lock_held(&e) {
+            return e;
+        }
+        CliError::new(
+            exit::USAGE,
+            format!(
+                "{} already serves the data directory {}: one ledger has one writer. Use that server (`--server`), stop it first, or serve another --data",
+                holder_in_words(data),
+                data.display()
+            ),
+        )
+        .into()
+    }
+
     /// For commands that must read the store themselves (`replay`,
     /// `recover`): a held lock becomes a clear usage error.
     pub fn explain(data: &Path, e: anyhow::Error) -> anyhow::Error {
         if !is_lock_held(&e) {
             return e;
         }
-        let who = match address(data) {
-            Some(a) => format!("the server at {a}"),
-            None => "another process (a `docket serve`?)".to_string(),
-        };
+        let who = holder_in_words(data);
         CliError::new(
             exit::USAGE,
             format!(

@@ -221,7 +221,8 @@ fn main() -> ExitCode {
         Command::Domain(c) => domain_cmds::run(c, &ctx),
         Command::Retention(c) => retention_cmds::run(c, &ctx),
         Command::Export(c) => export_cmds::run(c, &ctx),
-        Command::Server(c) => server::run(c, &ctx),
+        Command::Server(c) => server::run(c, &ctx)
+            .map_err(|e| docket_cli::served::explain_second_server(&cli.data, e)),
     };
     drop(ctx);
     match result {

@@ -94,6 +94,7 @@ fn clean_ledger_verifies() {
     let (code, v) = replay_verify(dir.path());
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["ok"], true);
+    assert_eq!(v["first_damage"], serde_json::Value::Null, "{v}");
 }
 
 #[test]
@@ -106,6 +107,8 @@ fn rewritten_event_is_found() {
         assert_eq!(code, 5, "{v}");
         let findings = v["report"]["findings"].as_array().unwrap();
         assert_eq!(findings[0]["seq"], 5, "{v}");
+        // The lowest sequence number named (docs/OPERATIONS.md step 2).
+        assert_eq!(v["first_damage"], 5, "{v}");
         let kinds: Vec<&str> = findings.iter().filter_map(|f| f["kind"].as_str()).collect();
         assert!(kinds.contains(&"signature"), "{kinds:?}");
         assert!(kinds.contains(&"chain"), "{kinds:?}");

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Json;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -143,8 +144,19 @@ pub struct EventsQuery {
 /// `GET /api/events`.
 pub async fn events(
     State(s): State<Arc<AppState>>,
-    Query(q): Query<EventsQuery>,
+    query: Result<Query<EventsQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
+    // A query that does not parse is answered like every other error of
+    // this API: 400 with a JSON `{"error": ...}` (not axum's plain text).
+    let Query(q) = query.map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "bad query ({}): `before` and `limit` are whole numbers from 0 to 2^64 - 1",
+                e.body_text()
+            ),
+        )
+    })?;
     let docket = s.docket.clone();
     blocking(move || {
         let ledger = docket.ledger();

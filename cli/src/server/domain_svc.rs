@@ -262,7 +262,7 @@ async fn forward_chunks(
                     if c.len() > MAX_UPLOAD_CHUNK {
                         return Some(status::with_exit_code(
                             Status::resource_exhausted(format!(
-                                "an upload chunk is {} bytes; the limit is {MAX_UPLOAD_CHUNK}",
+                                "resource exhausted: an upload chunk is {} bytes; the limit is {MAX_UPLOAD_CHUNK}",
                                 c.len()
                             )),
                             exit::INVALID,

@@ -551,10 +551,13 @@ fn run_serve(ctx: &Ctx, args: &ServeArgs) -> Result<u8> {
         let stop = shutdown_signal();
         announce(&opts.data, &server, ctx.out.json);
         stop.await;
-        server.shutdown().await?;
+        let stopped = server.shutdown().await;
+        // Forgotten however the stop ends (a ledger that failed stop
+        // exits 5 here): no process serves this address any more.
         if recorded {
             crate::served::remove(&opts.data);
         }
+        stopped?;
         tracing::info!("docket server stopped cleanly");
         Ok::<_, anyhow::Error>(())
     })?;

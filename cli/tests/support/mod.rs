@@ -104,6 +104,16 @@ impl Server {
             .status();
         let _ = self.child.wait();
     }
+
+    /// Stops it with SIGTERM and returns how it exited.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        // Invariant: the child was spawned by `start_with` and not yet
+        // waited for (`terminate` takes the server by value).
+        self.child.wait().expect("wait for docket serve")
+    }
 }
 
 impl Drop for Server {

@@ -251,10 +251,23 @@ fn write_private_file(path: &Path, bytes: &[u8], replace: bool) -> Result<()> {
 /// Refuses a private key file that its group or others may access (like
 /// ssh): the message names the file and the fix.
 pub fn check_key_permissions(path: &Path) -> Result<()> {
+    let meta = fs::metadata(path).map_err(|e| LogError::io(path, e))?;
+    // What is not a regular file is no key file, whatever its mode: never
+    // advise `chmod 600` on a directory or a device.
+    if !meta.is_file() {
+        let what = if meta.is_dir() {
+            "a directory, not a key file"
+        } else {
+            "not a regular file, so not a key file"
+        };
+        return Err(LogError::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, what),
+        ));
+    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
-        let meta = fs::metadata(path).map_err(|e| LogError::io(path, e))?;
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
             return Err(LogError::Invalid {

@@ -783,16 +783,11 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         Some(url) => crate::pg_cmds::open_for_reading(&ctx.data, url)?,
         None => docket_log::sequencer::open_store_to_salvage(&ctx.data)?,
     };
-    // Missing, not parsing or another key: damage (exit 5), as every open
-    // reports it; any other failure worded and coded as for every key file.
-    let key_path = ctx.data.join("keys/ledger.key");
-    let ledger_key = match docket_log::sequencer::read_config(&ctx.data)
-        .and_then(|(config, _)| docket_log::sequencer::read_ledger_key(&ctx.data, &config))
-    {
-        Ok(key) => key,
-        Err(e @ docket_log::LogError::Corrupt { .. }) => return Err(e.into()),
-        Err(_) => load_key(&key_path)?,
-    };
+    // Checkpoints verify with `ledger.json`'s public key (`verifier`);
+    // nothing is signed here, so the private key is not needed: a lost,
+    // damaged or encrypted `keys/ledger.key` is reported, never a reason to
+    // export nothing.
+    let ledger_key_damage = ledger_key_finding(&ctx.data).map(|f| f.detail);
     if args.salvage_out.as_ref() == Some(&args.out) {
         return Err(CliError::new(
             exit::USAGE,
@@ -812,8 +807,7 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         )
         .into());
     }
-    let (plan, _, log) =
-        docket_domain::export::recover::recover(&store, &verifier, ledger_key.clone())?;
+    let (plan, _, log) = docket_domain::export::recover::recover(&store, &verifier)?;
     let options = docket_domain::export::ExportOptions {
         tasks: Vec::new(),
         from: None,
@@ -843,7 +837,7 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
     };
     // Past the damage: the intact events a signed checkpoint still proves.
     let mut salvage = if plan.lost > 0 || args.salvage_out.is_some() || report.is_none() {
-        docket_domain::export::recover::salvage(&store, &verifier, ledger_key, plan.prefix)?
+        docket_domain::export::recover::salvage(&store, &verifier, plan.prefix)?
     } else {
         None
     };
@@ -867,6 +861,7 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
         "salvage": salvage_plan,
         "salvage_export": salvage_report,
         "salvage_out": salvage_report.as_ref().and(args.salvage_out.as_ref()),
+        "ledger_key_damage": ledger_key_damage,
         "exit_code": code,
     });
     out.emit(&value, || {
@@ -942,6 +937,13 @@ pub fn run_recover(ctx: &crate::Ctx, args: &RecoverArgs, out: Output) -> Result<
             s += &format!(
                 "\nlost (bytes gone or altered; the salvage proves nothing of them): {}",
                 ranges.join(", ")
+            );
+        }
+        if let Some(damage) = &ledger_key_damage {
+            s += &format!(
+                "\nthe ledger's private key is damaged ({damage}): the bundles need none (nothing \
+                 is re-signed; checkpoints verify with ledger.json's public key), but the ledger \
+                 cannot sign again until keys/ledger.key is restored from a backup"
             );
         }
         s += "\nverify it with: docket audit <bundle> --trusted-key \"<the ledger's verifier key: \

@@ -1383,3 +1383,28 @@ fn a_deleted_entry_bundle_is_named_by_the_refusal_not_the_intact_commit_log() {
         "{err}"
     );
 }
+
+#[test]
+fn given_the_ledger_private_key_lost_when_recovering_then_the_whole_log_is_exported_and_the_key_reported()
+ {
+    // Given an intact ledger whose keys/ledger.key was lost (campaign 21b,
+    // finding 4: recover refused to export anything, though it signs
+    // nothing and checkpoints verify with ledger.json's public key),
+    let dir = tempfile::tempdir().unwrap();
+    let (data, vkey) = tile_ledger_of_601(dir.path());
+    std::fs::remove_file(data.join("keys/ledger.key")).unwrap();
+    // when it is recovered,
+    let out = dir.path().join("prefix");
+    let (code, v) = recover(&data, &out);
+    // then every event is exported (exit 0), the bundle audits clean with
+    // the ledger's verifier key, and the lost key is reported.
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["plan"]["prefix"], 601, "{v}");
+    audits_clean(&out, &vkey);
+    assert!(
+        v["ledger_key_damage"]
+            .as_str()
+            .is_some_and(|d| d.contains("ledger.key")),
+        "{v}"
+    );
+}

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use ed25519_dalek::SigningKey;
+use ed25519_dalek::{SigningKey, VerifyingKey};
 use sha2::{Digest as _, Sha256};
 
 use crate::blobs::BlobDigest;
@@ -25,7 +25,9 @@ use super::source::LogSource;
 /// purpose, and the auditor is what must catch them.
 pub struct MemoryLog {
     origin: String,
-    ledger_key: SigningKey,
+    ledger_public: VerifyingKey,
+    /// `None` for a log recovered from stored bytes ([`MemoryLog::from_stored`]).
+    ledger_key: Option<SigningKey>,
     state: LedgerState,
     events: Vec<Vec<u8>>,
     tree: MemoryTree,
@@ -52,9 +54,20 @@ impl MemoryLog {
         admin: &SigningKey,
         time_ms: u64,
     ) -> Result<Self> {
+        let ledger_public = ledger_key.verifying_key();
+        let genesis = GenesisPayload {
+            origin: origin.to_string(),
+            ledger_key: hex::encode(ledger_public.to_bytes()),
+            admin_key: hex::encode(admin.verifying_key().to_bytes()),
+            ledger_roles: vec![Role::Verifier, Role::Custodian],
+        };
+        // Invariant: plain struct serialises.
+        let payload = serde_json::to_vec(&genesis).expect("genesis serialises");
+        let st = Statement::sign(GENESIS, payload, &ledger_key);
         let mut log = Self {
             origin: origin.to_string(),
-            ledger_key,
+            ledger_public,
+            ledger_key: Some(ledger_key),
             state: LedgerState::default(),
             events: Vec::new(),
             tree: MemoryTree::new(),
@@ -63,15 +76,6 @@ impl MemoryLog {
             last_time: 0,
             blobs: HashMap::new(),
         };
-        let genesis = GenesisPayload {
-            origin: origin.to_string(),
-            ledger_key: hex::encode(log.ledger_key.verifying_key().to_bytes()),
-            admin_key: hex::encode(admin.verifying_key().to_bytes()),
-            ledger_roles: vec![Role::Verifier, Role::Custodian],
-        };
-        // Invariant: plain struct serialises.
-        let payload = serde_json::to_vec(&genesis).expect("genesis serialises");
-        let st = Statement::sign(GENESIS, payload, &log.ledger_key);
         log.append(st, time_ms)?;
         log.commit();
         Ok(log)
@@ -83,13 +87,14 @@ impl MemoryLog {
     /// caller has verified the bytes (`docket recover`).
     pub fn from_stored(
         origin: &str,
-        ledger_key: SigningKey,
+        ledger_public: VerifyingKey,
         events: Vec<Vec<u8>>,
         checkpoints: BTreeMap<u64, String>,
     ) -> Result<Self> {
         let mut log = Self {
             origin: origin.to_string(),
-            ledger_key,
+            ledger_public,
+            ledger_key: None,
             state: LedgerState::default(),
             events: Vec::with_capacity(events.len()),
             tree: MemoryTree::new(),
@@ -194,12 +199,17 @@ impl MemoryLog {
     }
 
     /// Signs and stores a checkpoint for the current size (a commit
-    /// boundary), as the ledger does after each group commit.
+    /// boundary), as the ledger does after each group commit. A log
+    /// recovered from stored bytes holds no private key and signs nothing:
+    /// it carries only the checkpoints stored with it.
     pub fn commit(&mut self) {
         let size = self.events.len() as u64;
         if size == 0 || self.checkpoints.contains_key(&size) {
             return;
         }
+        let Some(key) = &self.ledger_key else {
+            return;
+        };
         let body = Checkpoint {
             origin: self.origin.clone(),
             size,
@@ -207,7 +217,7 @@ impl MemoryLog {
             extensions: Vec::new(),
         }
         .body();
-        let note = checkpoint::sign_note(&body, &self.origin, &self.ledger_key);
+        let note = checkpoint::sign_note(&body, &self.origin, key);
         self.checkpoints.insert(size, note);
     }
 
@@ -287,8 +297,12 @@ impl LogSource for MemoryLog {
         self.origin.clone()
     }
 
-    fn ledger_key(&self) -> &SigningKey {
-        &self.ledger_key
+    fn ledger_public_key(&self) -> VerifyingKey {
+        self.ledger_public
+    }
+
+    fn ledger_signing_key(&self) -> Option<&SigningKey> {
+        self.ledger_key.as_ref()
     }
 
     fn keys(&self) -> KeysProjection {

@@ -48,7 +48,6 @@ pub struct RecoveryPlan {
 pub fn recover(
     store: &dyn Store,
     verifier: &NoteVerifier,
-    ledger_key: ed25519_dalek::SigningKey,
 ) -> Result<(RecoveryPlan, ReplayReport, Option<MemoryLog>)> {
     let (report, _) = replay::replay(
         store,
@@ -134,7 +133,7 @@ pub fn recover(
     if prefix == 0 {
         return Ok((plan, report, None));
     }
-    let log = MemoryLog::from_stored(&verifier.name, ledger_key, events, checkpoints)?;
+    let log = MemoryLog::from_stored(&verifier.name, verifier.key, events, checkpoints)?;
     Ok((plan, report, Some(log)))
 }
 
@@ -212,7 +211,7 @@ pub struct Salvage {
 /// ledger signed. The source of a salvage export ([`salvage`]).
 pub struct SalvagedLog {
     origin: String,
-    ledger_key: ed25519_dalek::SigningKey,
+    ledger_public: ed25519_dalek::VerifyingKey,
     tree: SalvageTree,
     events: BTreeMap<u64, Vec<u8>>,
     checkpoint: (crate::checkpoint::Checkpoint, String),
@@ -253,7 +252,6 @@ impl std::fmt::Debug for SalvagedLog {
 pub fn salvage(
     store: &dyn Store,
     verifier: &NoteVerifier,
-    ledger_key: ed25519_dalek::SigningKey,
     prefix: u64,
 ) -> Result<Option<(Salvage, SalvagedLog)>> {
     let stored = store.len()?;
@@ -420,7 +418,7 @@ pub fn salvage(
         // against the checkpoint covering the source's length).
         let log = SalvagedLog {
             origin: verifier.name.clone(),
-            ledger_key,
+            ledger_public: verifier.key,
             tree: tree.truncated(size),
             events,
             checkpoint: (cp, note),
@@ -576,8 +574,12 @@ impl super::LogSource for SalvagedLog {
         self.origin.clone()
     }
 
-    fn ledger_key(&self) -> &ed25519_dalek::SigningKey {
-        &self.ledger_key
+    fn ledger_public_key(&self) -> ed25519_dalek::VerifyingKey {
+        self.ledger_public
+    }
+
+    fn ledger_signing_key(&self) -> Option<&ed25519_dalek::SigningKey> {
+        None
     }
 
     fn keys(&self) -> crate::projection::KeysProjection {

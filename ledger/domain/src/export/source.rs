@@ -1,7 +1,7 @@
 //! What an export reads: [`LogSource`], implemented by the [`Ledger`] and by
 //! the in-memory [`super::MemoryLog`].
 
-use ed25519_dalek::SigningKey;
+use ed25519_dalek::{SigningKey, VerifyingKey};
 
 use crate::blobs::{BlobDigest, BlobStore};
 use crate::checkpoint::{self, Checkpoint, NoteVerifier};
@@ -38,9 +38,13 @@ pub trait LogSource {
     fn root_at(&self, size: u64) -> Result<Hash>;
     /// The checkpoint origin.
     fn origin(&self) -> String;
-    /// The ledger key (signs checkpoints and, for `--format vsa`, DSSE
-    /// envelopes).
-    fn ledger_key(&self) -> &SigningKey;
+    /// The ledger's public key: checkpoints verify with it.
+    fn ledger_public_key(&self) -> VerifyingKey;
+    /// The ledger's private key, when this source holds it: it signs DSSE
+    /// envelopes for `--format vsa`. `None` for a log recovered from a
+    /// damaged data directory, which carries only the checkpoints stored
+    /// with it (nothing is re-signed; its private key may be lost).
+    fn ledger_signing_key(&self) -> Option<&SigningKey>;
     /// The keys projection of the whole log (registration and revocation
     /// sequence numbers of every key).
     fn keys(&self) -> KeysProjection;
@@ -51,14 +55,11 @@ pub trait LogSource {
 
     /// The verifier for this log's checkpoints.
     fn note_verifier(&self) -> Result<NoteVerifier> {
-        Ok(NoteVerifier::new(
-            &self.origin(),
-            self.ledger_key().verifying_key(),
-        )?)
+        Ok(NoteVerifier::new(&self.origin(), self.ledger_public_key())?)
     }
     /// The C2SP verifier key text.
     fn verifier_key(&self) -> String {
-        checkpoint::verifier_key(&self.origin(), &self.ledger_key().verifying_key())
+        checkpoint::verifier_key(&self.origin(), &self.ledger_public_key())
     }
 }
 
@@ -106,8 +107,12 @@ impl LogSource for Ledger {
         Ledger::origin(self).to_string()
     }
 
-    fn ledger_key(&self) -> &SigningKey {
-        Ledger::ledger_key(self)
+    fn ledger_public_key(&self) -> VerifyingKey {
+        Ledger::ledger_key(self).verifying_key()
+    }
+
+    fn ledger_signing_key(&self) -> Option<&SigningKey> {
+        Some(Ledger::ledger_key(self))
     }
 
     fn keys(&self) -> KeysProjection {

@@ -122,7 +122,13 @@ pub fn attestations(
     cp: &Checkpoint,
     _note: &str,
 ) -> Result<Vec<(String, Vec<u8>)>, ExportError> {
-    let key = source.ledger_key();
+    let key = source.ledger_signing_key().ok_or_else(|| {
+        ExportError::NotFound(
+            "the ledger's private key, which signs the VSA envelopes (this log was recovered \
+             from stored bytes: export a bundle instead)"
+                .into(),
+        )
+    })?;
     let keyid = source.verifier_key();
     let out: Vec<(String, serde_json::Value)> = events
         .iter()

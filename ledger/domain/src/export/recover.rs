@@ -319,6 +319,32 @@ pub fn salvage(
         bytes_of.extend(past.events);
         kept.extend(past.leaves);
     }
+    // Misplaced events (a bundle restored under another's name, two
+    // bundles swapped): bytes that decode as the event of another position
+    // are that position's bytes when it has none of its own. The tree
+    // below still decides: only a leaf the signed root was computed from
+    // is carried.
+    let own_seq = |pos: u64, bytes: &[u8]| {
+        crate::event::Event::decode(bytes)
+            .ok()
+            .map(|e| e.seq)
+            .filter(|&s| s == pos)
+            .is_some()
+    };
+    let mut misplaced: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    for (&pos, bytes) in &bytes_of {
+        if let Ok(event) = crate::event::Event::decode(bytes)
+            && event.seq != pos
+            && event.seq < known_end
+        {
+            misplaced.entry(event.seq).or_insert_with(|| bytes.clone());
+        }
+    }
+    for (seq, bytes) in misplaced {
+        if !bytes_of.get(&seq).is_some_and(|b| own_seq(seq, b)) {
+            bytes_of.insert(seq, bytes);
+        }
+    }
     // The chain is a third witness: event `seq + 1` names the leaf of
     // `seq` in its `prev_hash`. Where it agrees with the bytes or with the
     // kept leaf, that leaf is taken (a damaged kept leaf of an intact
@@ -337,7 +363,13 @@ pub fn salvage(
     let mut from_kept: Vec<Option<merkle::Hash>> = Vec::new();
     let mut from_events: Vec<Option<merkle::Hash>> = Vec::new();
     for seq in 0..known_end {
-        let read = bytes_of.get(&seq).map(|b| merkle::leaf_hash(b));
+        // Bytes that are not the event of this position (another event's,
+        // a misplaced or duplicated bundle restored here) are no leaf of it:
+        // the event at `seq` names `seq` in its canonical bytes.
+        let read = bytes_of
+            .get(&seq)
+            .filter(|b| own_seq(seq, b))
+            .map(|b| merkle::leaf_hash(b));
         let stored = kept.get(&seq).copied();
         let w = witness(seq);
         let (a, b) = match w {

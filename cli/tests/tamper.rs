@@ -1465,3 +1465,67 @@ fn given_two_bundles_swapped_with_their_tiles_when_recovering_then_every_event_i
     assert_eq!(v["salvage"]["missing"], serde_json::json!([]), "{v}");
     audits_clean(&salvage, &vkey);
 }
+
+#[test]
+fn given_a_large_event_whose_stand_in_is_damaged_when_recovering_then_its_own_file_is_salvaged() {
+    // Given a tile ledger with an event over 65,535 bytes (its bundle holds
+    // a 37-byte stand-in naming its leaf, its bytes are tiles/large/<seq>)
+    // and one byte of that stand-in's leaf flipped (campaign 21b, finding
+    // 1: the event was lost though its file is intact),
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let (ledger, info) = docket_domain::ledger::init_with(
+        &data,
+        None,
+        LedgerOptions {
+            layout: Layout::Tiles,
+            ..LedgerOptions::default()
+        },
+    )
+    .unwrap();
+    let admin = keys::read_key_file(&info.admin_key_path).unwrap();
+    for i in 0..300 {
+        let payload = format!("{{\"n\":{i}}}").into_bytes();
+        ledger
+            .append(Statement::sign("x-note", payload, &admin))
+            .unwrap();
+    }
+    let big = ledger
+        .append(Statement::sign("x-note", vec![b'x'; 100_000], &admin))
+        .unwrap()
+        .seq;
+    for i in 0..20 {
+        let payload = format!("{{\"after\":{i}}}").into_bytes();
+        ledger
+            .append(Statement::sign("x-note", payload, &admin))
+            .unwrap();
+    }
+    ledger.close().unwrap();
+    drop(ledger);
+    let vkey = vkey_of(&data);
+    // Its bundle is the open one (events 256..): walk its entries.
+    let bundle = data.join("tiles/tile/entries/001.part");
+    edit_file(&bundle, |b| {
+        let mut at = 0usize;
+        for _ in 256..big {
+            at += 2 + usize::from(u16::from_be_bytes([b[at], b[at + 1]]));
+        }
+        let stand_in_len = usize::from(u16::from_be_bytes([b[at], b[at + 1]]));
+        assert_eq!(stand_in_len, docket_log::tiles::OVERSIZED_ENTRY_LEN);
+        assert_eq!(b[at + 2], docket_log::tiles::OVERSIZED_MARKER);
+        b[at + 2 + 20] ^= 0x01;
+    });
+    // when it is checked, the damaged stand-in is still damage (nothing is
+    // papered over),
+    let (code, v) = replay_verify(&data);
+    assert_eq!(code, 5, "{v}");
+    // and when recover salvages, the event is read from its own file and
+    // proved by the signed root like any other: nothing is missing.
+    let (out, salvage) = (dir.path().join("prefix"), dir.path().join("salvage"));
+    let (code, v) = recover_salvaging(&data, &out, &salvage);
+    assert_eq!(code, Some(5), "{v}");
+    assert_eq!(v["plan"]["prefix"], big, "{v}");
+    assert_eq!(v["salvage"]["missing"], serde_json::json!([]), "{v}");
+    assert_eq!(v["salvage"]["events"], big + 21, "{v}");
+    audits_clean(&salvage, &vkey);
+}

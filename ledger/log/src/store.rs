@@ -127,6 +127,16 @@ pub trait Store: NodeSource + Send + Sync {
         let _ = to;
         Ok(SalvagedPastLen::default())
     }
+    /// For recovery only: bytes that may be event `seq`, from where the
+    /// store keeps them apart from its run of events (the tile store: the
+    /// file of an event over 65,535 bytes, whose stand-in entry in its
+    /// bundle is damaged or lost), when they decode as event `seq`. Never a
+    /// repair: checks keep reporting the damage; a salvage proves the bytes
+    /// against a signed root before it carries them. The default: none.
+    fn salvage_set_apart(&self, seq: u64) -> Result<Option<Vec<u8>>> {
+        let _ = seq;
+        Ok(None)
+    }
     /// What the store's open repaired in its files (for the full check to
     /// say; a store opened in a private copy repaired the copy only). The
     /// default: nothing.
@@ -1964,6 +1974,9 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     fn salvage_past_len(&self, to: u64) -> Result<SalvagedPastLen> {
         (**self).salvage_past_len(to)
+    }
+    fn salvage_set_apart(&self, seq: u64) -> Result<Option<Vec<u8>>> {
+        (**self).salvage_set_apart(seq)
     }
     fn repaired_at_open(&self) -> Vec<String> {
         (**self).repaired_at_open()

@@ -2796,19 +2796,38 @@ impl TileStore {
         let mut events = Vec::new();
         let mut unreadable = Vec::new();
         for seq in from..to {
-            let Some(entry) = entries.get(&seq) else {
-                unreadable.push((seq, location.clone(), damage.clone()));
-                continue;
+            let read = match entries.get(&seq) {
+                None => Err((location.clone(), damage.clone())),
+                Some(entry) => match self.entry_bytes(seq, entry) {
+                    Ok(bytes) => Ok(bytes),
+                    Err(LogError::Corrupt { location, detail }) => Err((location, detail)),
+                    Err(e) => return Err(e),
+                },
             };
-            match self.entry_bytes(seq, entry) {
+            match read {
                 Ok(bytes) => events.push((seq, bytes)),
-                Err(LogError::Corrupt { location, detail }) => {
-                    unreadable.push((seq, location, detail));
-                }
-                Err(e) => return Err(e),
+                Err((location, detail)) => unreadable.push((seq, location, detail)),
             }
         }
         Ok((events, unreadable))
+    }
+
+    /// The bytes of large event `seq` read from its own file,
+    /// `tiles/large/<seq>`, whatever its stand-in entry says (damaged or
+    /// lost): only when they are a large event's and decode as event `seq`.
+    /// A salvage then decides (kept leaf, chain, signed root) whether they
+    /// are the event the ledger signed; nothing here vouches for them, and
+    /// the damaged stand-in stays damage for every check.
+    fn large_event_by_name(&self, seq: u64) -> Result<Option<Vec<u8>>> {
+        let path = self.large_path(seq);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(LogError::io(path, e)),
+        };
+        let is_event = bytes.len() > MAX_INLINE_ENTRY
+            && crate::event::Event::decode(&bytes).is_ok_and(|e| e.seq == seq);
+        Ok(is_event.then_some(bytes))
     }
 
     /// The entries of bundle `index` that its damaged file `bytes` still
@@ -3706,18 +3725,22 @@ impl Store for TileStore {
         while index * TILE_WIDTH < to {
             let first = index * TILE_WIDTH;
             let wanted = |seq: u64| seq >= from && seq < to;
+            let mut read = BTreeMap::new();
             if let Some(bytes) = self.read_bundle_file(index)? {
                 for (seq, entry) in self.salvage_entries(index, &bytes).entries {
                     if !wanted(seq) {
                         continue;
                     }
                     match self.entry_bytes(seq, &entry) {
-                        Ok(bytes) => found.events.push((seq, bytes)),
+                        Ok(bytes) => {
+                            read.insert(seq, bytes);
+                        }
                         Err(LogError::Corrupt { .. }) => {}
                         Err(e) => return Err(e),
                     }
                 }
             }
+            found.events.extend(read);
             let tile = self.path(&hash_tile_path(0, index));
             match fs::read(&tile) {
                 Ok(bytes) => {
@@ -3736,6 +3759,10 @@ impl Store for TileStore {
         }
         found.nodes = self.kept_upper_nodes(from, to)?;
         Ok(found)
+    }
+
+    fn salvage_set_apart(&self, seq: u64) -> Result<Option<Vec<u8>>> {
+        self.large_event_by_name(seq)
     }
 
     fn check_structures(

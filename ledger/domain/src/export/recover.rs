@@ -331,6 +331,16 @@ pub fn salvage(
             .filter(|&s| s == pos)
             .is_some()
     };
+    // Events the store keeps apart from its run (the tile store's large
+    // events, by their own files) where the run yields none of its own: a
+    // damaged stand-in entry loses nothing its file still holds.
+    for seq in 0..known_end {
+        if !bytes_of.get(&seq).is_some_and(|b| own_seq(seq, b))
+            && let Some(bytes) = store.salvage_set_apart(seq)?
+        {
+            bytes_of.insert(seq, bytes);
+        }
+    }
     let mut misplaced: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     for (&pos, bytes) in &bytes_of {
         if let Ok(event) = crate::event::Event::decode(bytes)

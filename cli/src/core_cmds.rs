@@ -732,8 +732,8 @@ pub fn run_replay(ctx: &crate::Ctx, args: &ReplayArgs, out: Output) -> Result<u8
         }
         for r in &repaired_in_copy {
             s += &format!(
-                "\nnote: {r} (in the private copy read; the data directory is repaired when the \
-                 ledger next opens for writing)"
+                "\nnote: {r} (found by the open of the private copy read; an open for writing \
+                 does the same in the data directory)"
             );
         }
         if report.findings.is_empty() {

@@ -1529,3 +1529,54 @@ fn given_a_large_event_whose_stand_in_is_damaged_when_recovering_then_its_own_fi
     assert_eq!(v["salvage"]["events"], big + 21, "{v}");
     audits_clean(&salvage, &vkey);
 }
+
+#[test]
+fn given_an_anchor_slot_whose_redo_was_altered_when_checking_then_the_slot_is_named_and_the_store_kept()
+ {
+    // Given a tile ledger whose newest anchor slot's redo has one event
+    // byte flipped, the slot's hash made to match again (docs/FORMAT.md §9;
+    // the store itself is intact, and the slot's note still verifies:
+    // campaign 21b, finding 5, where the intact open bundle was blamed),
+    let dir = tempfile::tempdir().unwrap();
+    let (data, vkey) = tile_ledger_of_601(dir.path());
+    edit_file(&data.join("anchor"), |d| {
+        use sha2::Digest as _;
+        const SLOT: usize = 64 * 1024;
+        let be32 = |b: &[u8]| u32::from_be_bytes(b.try_into().unwrap()) as usize;
+        let newest = (0..d.len() / SLOT)
+            .filter(|i| d[i * SLOT..].starts_with(b"DKTANCH3"))
+            .map(|i| {
+                let s = i * SLOT;
+                let (l, r) = (be32(&d[s + 8..s + 12]), be32(&d[s + 12..s + 16]));
+                let note = std::str::from_utf8(&d[s + 48..s + 48 + l]).unwrap();
+                let size: u64 = note.lines().nth(1).unwrap().parse().unwrap();
+                (size, s, l, r)
+            })
+            .filter(|&(_, _, _, r)| r > 0)
+            .max()
+            .expect("a slot with a redo");
+        let (_, s, l, r) = newest;
+        // redo = durable (8) || first_seq (8) || n (4) || length (4) || event
+        let redo = s + 48 + l;
+        let first_len = be32(&d[redo + 20..redo + 24]);
+        d[redo + 24 + first_len / 2] ^= 0x01;
+        let mut h = sha2::Sha256::new();
+        h.update(&d[s + 8..s + 16]);
+        h.update(&d[s + 48..s + 48 + l + r]);
+        let hash = h.finalize();
+        d[s + 16..s + 48].copy_from_slice(&hash);
+    });
+    // when the ledger is checked, then every event is verified from the
+    // store (exit 0) and the damaged slot is named,
+    let (code, v) = replay_verify(&data);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["report"]["events"], 601, "{v}");
+    let notes = v["repaired_in_copy"].to_string();
+    assert!(notes.contains("anchor slot is damaged"), "{v}");
+    // and recover exports all of it.
+    let out = dir.path().join("prefix");
+    let (code, v) = recover(&data, &out);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["plan"]["prefix"], 601, "{v}");
+    audits_clean(&out, &vkey);
+}

@@ -2001,7 +2001,7 @@ impl TileStore {
             return Ok(len);
         };
         let mut held = first.first_seq;
-        for (_, redo) in chain {
+        for (note, redo) in chain {
             let end = redo.first_seq.saturating_add(redo.events.len() as u64);
             if end > len {
                 break;
@@ -2013,11 +2013,49 @@ impl TileStore {
                 Err(e) => return Err(e),
             };
             if !stored.iter().map(|(_, b)| b).eq(redo.events.iter()) {
+                // The store's own events may be the intact copy and the
+                // slot's redo the damaged one: when they give the root the
+                // slot's checkpoint names, the store holds the commit.
+                if self.stored_give_root(redo.first_seq, &stored, note)? {
+                    let warning = format!(
+                        "the anchor's redo of events {}..{end} differs from the store's events, \
+                         which give its signed root: that anchor slot is damaged and was passed \
+                         over; the store's events were kept",
+                        redo.first_seq
+                    );
+                    tracing::warn!("tile store: {warning}");
+                    self.repaired_at_open
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(warning);
+                    held = end;
+                    continue;
+                }
                 break;
             }
             held = end;
         }
         Ok(held)
+    }
+
+    /// Whether the store's events `stored` (from `first`, following the
+    /// store's tree of `first` events) give the root of the checkpoint
+    /// `note` names, for its size. The note's signature is the anchored
+    /// open's to check.
+    fn stored_give_root(&self, first: u64, stored: &[(u64, Vec<u8>)], note: &str) -> Result<bool> {
+        let Some((size, root)) = crate::checkpoint::unverified_size_and_root(note) else {
+            return Ok(false);
+        };
+        if first.checked_add(stored.len() as u64) != Some(size) {
+            return Ok(false);
+        }
+        let Ok(mut frontier) = merkle::Frontier::restore(self, first) else {
+            return Ok(false);
+        };
+        for (_, bytes) in stored {
+            frontier.push(merkle::leaf_hash(bytes));
+        }
+        Ok(frontier.root() == root)
     }
 
     /// fdatasyncs the commit log and the bundles of a store of `len`

@@ -7,24 +7,12 @@ mod support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
-use support::{Server, docket, text};
-
-fn size_of(data: &Path) -> u64 {
-    let out = docket()
-        .args(["--json", "--data"])
-        .arg(data)
-        .arg("checkpoint")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["size"].as_u64().unwrap()
-}
+use support::{At, Server, checkpoint_size, docket, text};
 
 #[test]
 fn given_a_key_path_that_is_no_regular_file_then_it_is_missing_input_never_a_chmod_advice() {
     let (root, data) = support::init_ledger();
-    let before = size_of(&data);
+    let before = checkpoint_size(At::Data(&data));
     let open_dir = root.path().join("keys-dir");
     std::fs::create_dir(&open_dir).unwrap();
     #[cfg(unix)]
@@ -63,13 +51,13 @@ fn given_a_key_path_that_is_no_regular_file_then_it_is_missing_input_never_a_chm
         assert!(err.contains("not a key file"), "{err}");
         assert!(!err.contains("chmod"), "{err}");
     }
-    assert_eq!(size_of(&data), before, "nothing appended");
+    assert_eq!(checkpoint_size(At::Data(&data)), before, "nothing appended");
 }
 
 #[test]
 fn given_a_directory_as_evidence_when_put_then_exit_4_names_it_and_nothing_is_appended() {
     let (root, data) = support::init_ledger();
-    let before = size_of(&data);
+    let before = checkpoint_size(At::Data(&data));
     let dir = root.path().join("not-a-file");
     std::fs::create_dir(&dir).unwrap();
     let out = docket()
@@ -87,7 +75,7 @@ fn given_a_directory_as_evidence_when_put_then_exit_4_names_it_and_nothing_is_ap
         err.contains(&format!("cannot read {}", dir.display())),
         "{err}"
     );
-    assert_eq!(size_of(&data), before, "nothing appended");
+    assert_eq!(checkpoint_size(At::Data(&data)), before, "nothing appended");
 }
 
 #[test]

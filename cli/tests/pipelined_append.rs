@@ -10,45 +10,24 @@
 
 mod support;
 
-use std::io::Write as _;
-use std::process::Stdio;
-use support::{Server, docket, text};
-
-fn served_size(url: &str) -> u64 {
-    let out = docket()
-        .args(["--json", "--server", url, "checkpoint"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["size"].as_u64().unwrap()
-}
+use support::{At, Server, append_lines, checkpoint_size, text};
 
 #[test]
 fn given_a_server_when_thousands_of_lines_are_appended_pipelined_then_every_one_is_acknowledged_once()
  {
     let (_root, data) = support::init_ledger();
     let server = Server::start(&data);
-    let before = served_size(&server.url);
+    let at = At::Server(&server.url);
+    let before = checkpoint_size(at);
     // Several runs: each used to fail about half the time at 600 lines.
     let (runs, lines) = (3, 2_000);
     for run in 0..runs {
-        let mut child = docket()
-            .args(["--json", "--server", &server.url])
-            .args(["log", "append", "--kind", "x-burst", "--stdin", "--key"])
-            .arg(data.join("keys/admin.key"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        {
-            let mut stdin = child.stdin.take().unwrap();
-            for i in 0..lines {
-                writeln!(stdin, "{{\"run\":{run},\"line\":{i}}}").unwrap();
-            }
-        }
-        let out = child.wait_with_output().unwrap();
+        let out = append_lines(
+            at,
+            &data.join("keys/admin.key"),
+            "x-burst",
+            (0..lines).map(|i| format!("{{\"run\":{run},\"line\":{i}}}")),
+        );
         assert_eq!(out.status.code(), Some(0), "run {run}: {}", text(&out));
         let receipts: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -63,5 +42,5 @@ fn given_a_server_when_thousands_of_lines_are_appended_pipelined_then_every_one_
             receipts.iter().find(|r| r.get("error").is_some())
         );
     }
-    assert_eq!(served_size(&server.url), before + (runs * lines) as u64);
+    assert_eq!(checkpoint_size(at), before + (runs * lines) as u64);
 }

@@ -8,29 +8,18 @@
 
 mod support;
 
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Output, Stdio};
-use support::{Server, docket, text};
+use std::process::Output;
+use support::{At, Server, append_lines, docket, text};
 
 fn append_notes(data: &Path, n: usize) {
-    let mut child = docket()
-        .arg("--data")
-        .arg(data)
-        .args(["log", "append", "--kind", "x-note", "--stdin", "--key"])
-        .arg(data.join("keys/admin.key"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for i in 0..n {
-            writeln!(stdin, "{{\"note\":{i}}}").unwrap();
-        }
-    }
-    let out = child.wait_with_output().unwrap();
+    // Local commands go through the server that holds the directory.
+    let out = append_lines(
+        At::Data(data),
+        &data.join("keys/admin.key"),
+        "x-note",
+        (0..n).map(|i| format!("{{\"note\":{i}}}")),
+    );
     assert!(out.status.success(), "{}", text(&out));
 }
 

@@ -5,33 +5,20 @@
 
 mod support;
 
-use std::io::Write as _;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
-use support::{Server, docket, text};
+use support::{At, Server, append_lines, docket, text};
 
 #[test]
 fn given_a_server_stopped_by_damage_when_terminated_then_it_exits_5_and_forgets_its_address() {
     let (_root, data) = support::init_ledger();
     // Given 6,000 events (the open re-reads the last 4,096; the scrub
     // reads the rest in the background),
-    let mut child = docket()
-        .arg("--data")
-        .arg(&data)
-        .args(["log", "append", "--kind", "x-note", "--stdin", "--key"])
-        .arg(data.join("keys/admin.key"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for i in 0..6_000 {
-            writeln!(stdin, "{{\"n\":{i}}}").unwrap();
-        }
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = append_lines(
+        At::Data(&data),
+        &data.join("keys/admin.key"),
+        "x-note",
+        (0..6_000).map(|i| format!("{{\"n\":{i}}}")),
+    );
     assert!(out.status.success(), "{}", text(&out));
     // and a flipped byte in the third entry bundle (events 512..767),
     let bundle = data.join("tiles/tile/entries/002");

@@ -35,6 +35,65 @@ pub fn init_ledger() -> (tempfile::TempDir, std::path::PathBuf) {
     (root, data)
 }
 
+/// Where a command goes: an embedded ledger (`--data DIR`) or a server
+/// (`--server URL`).
+#[derive(Debug, Clone, Copy)]
+pub enum At<'a> {
+    Data(&'a std::path::Path),
+    Server(&'a str),
+}
+
+impl At<'_> {
+    /// `docket --json` aimed here.
+    pub fn docket(self) -> Command {
+        let mut c = docket();
+        c.arg("--json");
+        match self {
+            At::Data(dir) => c.arg("--data").arg(dir),
+            At::Server(url) => c.args(["--server", url]),
+        };
+        c
+    }
+}
+
+/// The tree size of the latest signed checkpoint, read at `at`.
+pub fn checkpoint_size(at: At<'_>) -> u64 {
+    let out = at.docket().arg("checkpoint").output().expect("run docket");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("checkpoint JSON");
+    v["size"].as_u64().expect("a size")
+}
+
+/// `docket --json … log append --kind KIND --stdin --key KEY` at `at`, one
+/// statement per line of `lines`; the finished command.
+pub fn append_lines(
+    at: At<'_>,
+    key: &std::path::Path,
+    kind: &str,
+    lines: impl IntoIterator<Item = String>,
+) -> Output {
+    use std::io::Write as _;
+    let mut child = at
+        .docket()
+        .args(["log", "append", "--kind", kind, "--stdin", "--key"])
+        .arg(key)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start docket log append");
+    {
+        // Invariant: stdin was piped just above.
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        for line in lines {
+            writeln!(stdin, "{line}").expect("write a line");
+        }
+    }
+    child
+        .wait_with_output()
+        .expect("wait for docket log append")
+}
+
 /// Exit code, stdout and stderr of a finished command, for assertion
 /// messages.
 pub fn text(out: &Output) -> String {

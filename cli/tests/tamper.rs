@@ -1588,3 +1588,38 @@ fn given_an_anchor_slot_whose_redo_was_altered_when_checking_then_the_slot_is_na
     assert_eq!(v["plan"]["prefix"], 601, "{v}");
     audits_clean(&out, &vkey);
 }
+
+#[test]
+fn given_a_bundle_from_another_ledger_when_recovering_then_only_its_run_is_lost() {
+    // Given bundle 001 of a ledger replaced by bundle 001 of another one
+    // (the same sequence numbers, another chain: its bytes and its
+    // `prev_hash` chain agree with each other, and only the kept leaves of
+    // the level-0 tile tell them apart; campaign 21c, finding 1: the
+    // salvage was null),
+    let dir = tempfile::tempdir().unwrap();
+    let (data, vkey) = tile_ledger_of_601(dir.path());
+    let other = tempfile::tempdir().unwrap();
+    let (foreign, _) = tile_ledger_of_601(other.path());
+    for bundle in ["001", "000"] {
+        let name = format!("tiles/tile/entries/{bundle}");
+        std::fs::copy(foreign.join(&name), data.join(&name)).unwrap();
+        // when recover salvages,
+        let out = dir.path().join(format!("prefix-{bundle}"));
+        let salvage = dir.path().join(format!("salvage-{bundle}"));
+        let (code, v) = recover_salvaging(&data, &out, &salvage);
+        assert_eq!(code, Some(5), "{v}");
+        // then the foreign run is lost and every other event is proved by
+        // the ledger's own signed root and carried: with bundle 001
+        // foreign, events 0..255 and 512..600; with bundle 000 foreign too
+        // (genesis is not the ledger's), 512..600 only.
+        let missing = if bundle == "001" {
+            serde_json::json!([[256, 511]])
+        } else {
+            serde_json::json!([[0, 511]])
+        };
+        assert_eq!(v["salvage"]["missing"], missing, "{v}");
+        if bundle == "001" {
+            audits_clean(&salvage, &vkey);
+        }
+    }
+}

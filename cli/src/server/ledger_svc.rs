@@ -32,7 +32,8 @@ pub struct LedgerService {
     pub shared: Arc<Shared>,
 }
 
-type ReceiptStream = ReceiverStream<Result<pb::AppendReceipt, Status>>;
+type ReceiptStream =
+    std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<pb::AppendReceipt, Status>> + Send>>;
 type EventStream = ReceiverStream<Result<pb::Event, Status>>;
 
 impl LedgerService {
@@ -68,10 +69,11 @@ impl LedgerRpc for LedgerService {
         request: Request<Streaming<pb::SignedStatement>>,
     ) -> Result<Response<Self::AppendStreamStream>, Status> {
         let inbound = request.into_inner();
-        let (out_tx, out_rx) = mpsc::channel(256);
+        let shared = Arc::clone(&self.shared);
+        let (pending_tx, pending_rx) = mpsc::channel::<Pending>(shared.max_inflight.max(1));
         let this = self.clone();
-        tokio::spawn(async move { this.pump_append_stream(inbound, out_tx).await });
-        Ok(Response::new(ReceiverStream::new(out_rx)))
+        tokio::spawn(async move { this.pump_append_stream(inbound, pending_tx).await });
+        Ok(Response::new(receipts_in_order(shared, pending_rx)))
     }
 
     async fn get_event(
@@ -232,46 +234,9 @@ impl LedgerService {
     async fn pump_append_stream(
         self,
         mut inbound: Streaming<pb::SignedStatement>,
-        out: mpsc::Sender<Result<pb::AppendReceipt, Status>>,
+        pending_tx: mpsc::Sender<Pending>,
     ) {
         let shared = Arc::clone(&self.shared);
-        let (pending_tx, mut pending_rx) = mpsc::channel::<Pending>(shared.max_inflight.max(1));
-        let waiter_shared = Arc::clone(&shared);
-        let waiter_out = out.clone();
-        let waiter = tokio::spawn(async move {
-            while let Some(p) = pending_rx.recv().await {
-                let item = match p {
-                    Pending::Barrier(tx) => {
-                        let _ = tx.send(());
-                        continue;
-                    }
-                    Pending::Done(item) => item,
-                    Pending::Submitted {
-                        kind,
-                        started,
-                        reply,
-                        _permit,
-                    } => {
-                        let result = reply.await.unwrap_or_else(|_| {
-                            Err(LedgerError::Closed(
-                                "the ledger closed before acknowledging".into(),
-                            ))
-                        });
-                        drop(_permit);
-                        waiter_shared.account(result.as_ref().map_err(|_| ()), started);
-                        match result {
-                            Ok(r) => Ok(convert::receipt(&r, &kind)),
-                            Err(e) => Err(waiter_shared.write_status(&e).await),
-                        }
-                    }
-                };
-                let failed = item.is_err();
-                if waiter_out.send(item).await.is_err() || failed {
-                    // Dropping the pending receiver stops the reader.
-                    return;
-                }
-            }
-        });
         let mut shutdown = shared.shutdown.clone();
         loop {
             let next = tokio::select! {
@@ -331,13 +296,61 @@ impl LedgerService {
                 }
             };
             let stop = matches!(entry, Pending::Done(Err(_)));
+            // An error: the receipts stream ended (a rejection, or the
+            // client went away), and with it this reader.
             if pending_tx.send(entry).await.is_err() || stop {
                 break;
             }
         }
-        drop(pending_tx);
-        let _ = waiter.await;
     }
+}
+
+/// The receipts of one `AppendStream`, in request order, each once it is
+/// answered; the stream ends after the first error (dropping `pending`,
+/// which stops the reader). Receipts already answered follow one another
+/// with no pause, so tonic encodes all of them into one buffer and sends
+/// them as one DATA frame: a group commit's answers to many pipelined
+/// statements reach the client as a few large frames rather than a small
+/// frame each, which a client library may refuse to hold unread (h2 0.4.20
+/// closes a connection past half its window's worth of small frames).
+fn receipts_in_order(shared: Arc<Shared>, pending: mpsc::Receiver<Pending>) -> ReceiptStream {
+    Box::pin(futures_util::stream::unfold(
+        (shared, pending, false),
+        |(shared, mut pending, ended)| async move {
+            if ended {
+                return None;
+            }
+            loop {
+                let item = match pending.recv().await? {
+                    Pending::Barrier(tx) => {
+                        let _ = tx.send(());
+                        continue;
+                    }
+                    Pending::Done(item) => item,
+                    Pending::Submitted {
+                        kind,
+                        started,
+                        reply,
+                        _permit,
+                    } => {
+                        let result = reply.await.unwrap_or_else(|_| {
+                            Err(LedgerError::Closed(
+                                "the ledger closed before acknowledging".into(),
+                            ))
+                        });
+                        drop(_permit);
+                        shared.account(result.as_ref().map_err(|_| ()), started);
+                        match result {
+                            Ok(r) => Ok(convert::receipt(&r, &kind)),
+                            Err(e) => Err(shared.write_status(&e).await),
+                        }
+                    }
+                };
+                let failed = item.is_err();
+                return Some((item, (shared, pending, failed)));
+            }
+        },
+    ))
 }
 
 /// Streams events `from..` to `tx`, then (with `follow`) every newly durable

@@ -382,13 +382,17 @@ pub fn salvage(
             .map(|b| merkle::leaf_hash(b));
         let stored = kept.get(&seq).copied();
         let w = witness(seq);
-        let (a, b) = match w {
-            Some(w) if read == Some(w) || stored == Some(w) => (Some(w), Some(w)),
-            // No agreement: the first tree trusts the bytes, else the
-            // chain; the second the kept leaf, else the chain (an altered
-            // event whose leaf was not kept).
-            w => (read.or(w).or(stored), stored.or(w).or(read)),
+        // The first tree takes what two witnesses agree on, else the
+        // bytes, else the chain. The second always takes the kept leaf
+        // first, else the chain (an altered event whose leaf was not
+        // kept): bytes and chain can agree on another ledger's events
+        // copied in with the same sequence numbers, which only the kept
+        // leaves tell apart.
+        let a = match w {
+            Some(w) if read == Some(w) || stored == Some(w) => Some(w),
+            w => read.or(w).or(stored),
         };
+        let b = stored.or(w).or(read);
         // No leaf at all: a node the store kept above it may stand in.
         from_bytes.push(a);
         from_kept.push(b);

@@ -2834,17 +2834,16 @@ impl TileStore {
         let mut events = Vec::new();
         let mut unreadable = Vec::new();
         for seq in from..to {
-            let read = match entries.get(&seq) {
-                None => Err((location.clone(), damage.clone())),
-                Some(entry) => match self.entry_bytes(seq, entry) {
-                    Ok(bytes) => Ok(bytes),
-                    Err(LogError::Corrupt { location, detail }) => Err((location, detail)),
-                    Err(e) => return Err(e),
-                },
+            let Some(entry) = entries.get(&seq) else {
+                unreadable.push((seq, location.clone(), damage.clone()));
+                continue;
             };
-            match read {
+            match self.entry_bytes(seq, entry) {
                 Ok(bytes) => events.push((seq, bytes)),
-                Err((location, detail)) => unreadable.push((seq, location, detail)),
+                Err(LogError::Corrupt { location, detail }) => {
+                    unreadable.push((seq, location, detail));
+                }
+                Err(e) => return Err(e),
             }
         }
         Ok((events, unreadable))
@@ -3763,22 +3762,18 @@ impl Store for TileStore {
         while index * TILE_WIDTH < to {
             let first = index * TILE_WIDTH;
             let wanted = |seq: u64| seq >= from && seq < to;
-            let mut read = BTreeMap::new();
             if let Some(bytes) = self.read_bundle_file(index)? {
                 for (seq, entry) in self.salvage_entries(index, &bytes).entries {
                     if !wanted(seq) {
                         continue;
                     }
                     match self.entry_bytes(seq, &entry) {
-                        Ok(bytes) => {
-                            read.insert(seq, bytes);
-                        }
+                        Ok(bytes) => found.events.push((seq, bytes)),
                         Err(LogError::Corrupt { .. }) => {}
                         Err(e) => return Err(e),
                     }
                 }
             }
-            found.events.extend(read);
             let tile = self.path(&hash_tile_path(0, index));
             match fs::read(&tile) {
                 Ok(bytes) => {

@@ -324,13 +324,8 @@ pub fn salvage(
     // are that position's bytes when it has none of its own. The tree
     // below still decides: only a leaf the signed root was computed from
     // is carried.
-    let own_seq = |pos: u64, bytes: &[u8]| {
-        crate::event::Event::decode(bytes)
-            .ok()
-            .map(|e| e.seq)
-            .filter(|&s| s == pos)
-            .is_some()
-    };
+    let own_seq =
+        |pos: u64, bytes: &[u8]| crate::event::Event::decode(bytes).is_ok_and(|e| e.seq == pos);
     // Events the store keeps apart from its run (the tile store's large
     // events, by their own files) where the run yields none of its own: a
     // damaged stand-in entry loses nothing its file still holds.

@@ -1547,33 +1547,7 @@ fn given_an_anchor_slot_whose_redo_was_altered_when_checking_then_the_slot_is_na
     // campaign 21b, finding 5, where the intact open bundle was blamed),
     let dir = tempfile::tempdir().unwrap();
     let (data, vkey) = tile_ledger_of_601(dir.path());
-    edit_file(&data.join("anchor"), |d| {
-        use sha2::Digest as _;
-        const SLOT: usize = 64 * 1024;
-        let be32 = |b: &[u8]| u32::from_be_bytes(b.try_into().unwrap()) as usize;
-        let newest = (0..d.len() / SLOT)
-            .filter(|i| d[i * SLOT..].starts_with(b"DKTANCH3"))
-            .map(|i| {
-                let s = i * SLOT;
-                let (l, r) = (be32(&d[s + 8..s + 12]), be32(&d[s + 12..s + 16]));
-                let note = std::str::from_utf8(&d[s + 48..s + 48 + l]).unwrap();
-                let size: u64 = note.lines().nth(1).unwrap().parse().unwrap();
-                (size, s, l, r)
-            })
-            .filter(|&(_, _, _, r)| r > 0)
-            .max()
-            .expect("a slot with a redo");
-        let (_, s, l, r) = newest;
-        // redo = durable (8) || first_seq (8) || n (4) || length (4) || event
-        let redo = s + 48 + l;
-        let first_len = be32(&d[redo + 20..redo + 24]);
-        d[redo + 24 + first_len / 2] ^= 0x01;
-        let mut h = sha2::Sha256::new();
-        h.update(&d[s + 8..s + 16]);
-        h.update(&d[s + 48..s + 48 + l + r]);
-        let hash = h.finalize();
-        d[s + 16..s + 48].copy_from_slice(&hash);
-    });
+    alter_newest_anchor_redo(&data, true);
     // when the ledger is checked, then every event is verified from the
     // store (exit 0) and the damaged slot is named,
     let (code, v) = replay_verify(&data);
@@ -1622,4 +1596,63 @@ fn given_a_bundle_from_another_ledger_when_recovering_then_only_its_run_is_lost(
             audits_clean(&salvage, &vkey);
         }
     }
+}
+
+/// Flips one byte of the first event in the redo of the newest anchor slot
+/// that carries one (docs/FORMAT.md §9), and with `rehash` makes the
+/// slot's hash match again (the slot then verifies; its note still does).
+fn alter_newest_anchor_redo(data: &std::path::Path, rehash: bool) {
+    edit_file(&data.join("anchor"), |d| {
+        use sha2::Digest as _;
+        const SLOT: usize = 64 * 1024;
+        let be32 = |b: &[u8]| u32::from_be_bytes(b.try_into().unwrap()) as usize;
+        let (_, s, l, r) = (0..d.len() / SLOT)
+            .filter(|i| d[i * SLOT..].starts_with(b"DKTANCH3"))
+            .map(|i| {
+                let s = i * SLOT;
+                let (l, r) = (be32(&d[s + 8..s + 12]), be32(&d[s + 12..s + 16]));
+                let note = std::str::from_utf8(&d[s + 48..s + 48 + l]).unwrap();
+                let size: u64 = note.lines().nth(1).unwrap().parse().unwrap();
+                (size, s, l, r)
+            })
+            .filter(|&(_, _, _, r)| r > 0)
+            .max()
+            .expect("a slot with a redo");
+        // redo = durable (8) || first_seq (8) || n (4) || length (4) || event
+        let redo = s + 48 + l;
+        let first_len = be32(&d[redo + 20..redo + 24]);
+        d[redo + 24 + first_len / 2] ^= 0x01;
+        if rehash {
+            let mut h = sha2::Sha256::new();
+            h.update(&d[s + 8..s + 16]);
+            h.update(&d[s + 48..s + 48 + l + r]);
+            let hash = h.finalize();
+            d[s + 16..s + 48].copy_from_slice(&hash);
+        }
+    });
+}
+
+#[test]
+fn given_the_newest_anchor_slot_damaged_and_the_open_bundle_torn_then_recover_counts_the_loss_against_its_signed_size()
+ {
+    // Given the newest anchor slot damaged (one byte of its redo flipped:
+    // the slot no longer verifies, its note still does) and the open
+    // bundle's last entry torn (campaign 21c, finding 2: the loss was
+    // counted against the older slot the open fell back to, `lost: 0`),
+    let dir = tempfile::tempdir().unwrap();
+    let (data, _) = tile_ledger_of_601(dir.path());
+    alter_newest_anchor_redo(&data, false);
+    edit_file(&data.join("tiles/tile/entries/002.part"), |b| {
+        let cut = b.len() - 20;
+        b.truncate(cut);
+    });
+    // when recover runs,
+    let (code, v) = recover(&data, &dir.path().join("prefix"));
+    // then the acknowledged size is the damaged slot's signed one, and
+    // every acknowledged event not exported is counted lost.
+    assert_eq!(code, Some(5), "{v}");
+    assert_eq!(v["plan"]["anchor_size"], 601, "{v}");
+    let prefix = v["plan"]["prefix"].as_u64().unwrap();
+    assert!(prefix < 601, "{v}");
+    assert_eq!(v["plan"]["lost"], 601 - prefix, "{v}");
 }

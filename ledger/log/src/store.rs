@@ -193,6 +193,14 @@ pub trait Store: NodeSource + Send + Sync {
     /// Durably replaces the anchor. Called after the commit it covers is
     /// durable, and before that checkpoint is served to anyone.
     fn put_anchor(&self, note: &str) -> Result<()>;
+    /// For recovery only: the checkpoint notes of anchor slots that were
+    /// written but do not verify (a torn write, or damage since), as far as
+    /// their bytes still hold one. Untrusted: a caller counts one only if
+    /// its signature verifies (a damaged newest slot may still carry the
+    /// signed size the ledger acknowledged). The default: none.
+    fn anchor_notes_of_damaged_slots(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
     /// Commits `batch` like [`Store::commit`] and, when the store can make
     /// both durable in one wait, also anchors `batch.checkpoint` (the anchor
     /// then carries the batch's events, so an open that finds the anchor
@@ -1273,6 +1281,10 @@ impl Store for SledStore {
         self.anchor.read()
     }
 
+    fn anchor_notes_of_damaged_slots(&self) -> Result<Vec<String>> {
+        self.anchor.notes_of_damaged_slots()
+    }
+
     fn put_anchor(&self, note: &str) -> Result<()> {
         self.anchor.write(note)
     }
@@ -1682,6 +1694,38 @@ impl Anchor {
         Ok(self.read_with_redo()?.map(|(note, _)| note))
     }
 
+    /// The notes of the slots that start with a ring magic but do not
+    /// verify, where their header still frames UTF-8 note bytes
+    /// ([`Store::anchor_notes_of_damaged_slots`]; untrusted).
+    pub(crate) fn notes_of_damaged_slots(&self) -> Result<Vec<String>> {
+        let mut notes = Vec::new();
+        let Some(file) = &self.file else {
+            return Ok(notes);
+        };
+        for (i, (slot, written)) in self.slots_with_magic()?.into_iter().enumerate() {
+            if slot.is_some() || !written {
+                continue;
+            }
+            use std::os::unix::fs::FileExt as _;
+            let mut buf = vec![0u8; self.slot_len];
+            let n = file
+                .read_at(&mut buf, (i * self.slot_len) as u64)
+                .map_err(|e| LogError::io("anchor", e))?;
+            buf.truncate(n);
+            let framed = buf
+                .get(8..12)
+                .and_then(|b| b.try_into().ok())
+                .map(|b| u32::from_be_bytes(b) as usize)
+                .and_then(|len| buf.get(Self::HEADER..Self::HEADER.checked_add(len)?))
+                .and_then(|note| String::from_utf8(note.to_vec()).ok());
+            let ring = buf.starts_with(Self::MAGIC) || buf.starts_with(Self::MAGIC_V2);
+            if ring && let Some(note) = framed {
+                notes.push(note);
+            }
+        }
+        Ok(notes)
+    }
+
     /// The newest valid slot: its note and the redo it carries.
     pub(crate) fn read_with_redo(&self) -> Result<Option<AnchorSlot>> {
         let mut slots = self.slots()?;
@@ -1977,6 +2021,9 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     fn salvage_set_apart(&self, seq: u64) -> Result<Option<Vec<u8>>> {
         (**self).salvage_set_apart(seq)
+    }
+    fn anchor_notes_of_damaged_slots(&self) -> Result<Vec<String>> {
+        (**self).anchor_notes_of_damaged_slots()
     }
     fn repaired_at_open(&self) -> Vec<String> {
         (**self).repaired_at_open()

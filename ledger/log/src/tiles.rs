@@ -4027,6 +4027,10 @@ impl Store for TileStore {
         self.anchor.read()
     }
 
+    fn anchor_notes_of_damaged_slots(&self) -> Result<Vec<String>> {
+        self.anchor.notes_of_damaged_slots()
+    }
+
     fn put_anchor(&self, note: &str) -> Result<()> {
         self.anchor.write(note)
     }

@@ -114,19 +114,40 @@ pub fn recover(
     }
     let prefix = checkpoints.keys().next_back().copied().unwrap_or(0);
     events.truncate(usize::try_from(prefix).unwrap_or(usize::MAX));
-    let anchor_size = report.anchor_size;
+    // A damaged newest anchor slot may still carry the checkpoint the
+    // ledger signed and acknowledged last: counted when its signature
+    // verifies, so that the loss is counted against it, not against the
+    // older slot the open fell back to.
+    let damaged_slot_size = store
+        .anchor_notes_of_damaged_slots()?
+        .iter()
+        .filter_map(|note| checkpoint::open_note(note, verifier).ok())
+        .map(|cp| cp.size)
+        .max()
+        .filter(|&size| report.anchor_size.is_none_or(|a| size > a));
+    let anchor_size = report.anchor_size.max(damaged_slot_size);
     let plan = RecoveryPlan {
         stored_events,
         anchor_size,
         first_damage: first.as_ref().map(|(s, _)| *s),
-        damage: first.map(|(_, d)| d).or_else(|| {
-            anchor_size.is_none().then(|| {
-                "the anchor (the ledger's latest signed checkpoint) is missing or unreadable: \
+        damage: first
+            .map(|(_, d)| d)
+            .or_else(|| {
+                damaged_slot_size.map(|size| {
+                    format!(
+                        "the newest anchor slot does not verify (damaged), but its checkpoint note \
+                     does: the ledger acknowledged {size} events"
+                    )
+                })
+            })
+            .or_else(|| {
+                anchor_size.is_none().then(|| {
+                    "the anchor (the ledger's latest signed checkpoint) is missing or unreadable: \
                  events acknowledged after the last checkpoint stored with the events cannot \
                  be accounted for"
-                    .to_string()
-            })
-        }),
+                        .to_string()
+                })
+            }),
         prefix,
         lost: anchor_size.unwrap_or(stored_events).saturating_sub(prefix),
     };

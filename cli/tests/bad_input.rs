@@ -7,7 +7,7 @@ mod support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
-use support::{At, Server, checkpoint_size, docket, text};
+use support::{At, Server, append_empty, checkpoint_size, docket, text};
 
 #[test]
 fn given_a_key_path_that_is_no_regular_file_then_it_is_missing_input_never_a_chmod_advice() {
@@ -22,21 +22,7 @@ fn given_a_key_path_that_is_no_regular_file_then_it_is_missing_input_never_a_chm
     }
     for key in [open_dir.as_path(), Path::new("/dev/null")] {
         // When a statement is signed with it,
-        let out = docket()
-            .arg("--data")
-            .arg(&data)
-            .args([
-                "log",
-                "append",
-                "--kind",
-                "x-note",
-                "--payload",
-                "/dev/null",
-                "--key",
-            ])
-            .arg(key)
-            .output()
-            .unwrap();
+        let out = append_empty(At::Data(&data), key);
         // then the command exits 4 (missing input) naming the path, and
         // never tells the user to chmod a directory or a device.
         assert_eq!(

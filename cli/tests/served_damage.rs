@@ -6,7 +6,7 @@
 mod support;
 
 use std::time::{Duration, Instant};
-use support::{At, Server, append_lines, docket, text};
+use support::{At, Server, append_empty, append_lines, text};
 
 #[test]
 fn given_a_server_stopped_by_damage_when_terminated_then_it_exits_5_and_forgets_its_address() {
@@ -31,20 +31,7 @@ fn given_a_server_stopped_by_damage_when_terminated_then_it_exits_5_and_forgets_
     assert!(data.join("server/address").exists());
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let out = docket()
-            .args(["--server", &server.url])
-            .args([
-                "log",
-                "append",
-                "--kind",
-                "x-note",
-                "--payload",
-                "/dev/null",
-                "--key",
-            ])
-            .arg(data.join("keys/admin.key"))
-            .output()
-            .unwrap();
+        let out = append_empty(At::Server(&server.url), &data.join("keys/admin.key"));
         if out.status.code() == Some(5) {
             break;
         }

@@ -64,6 +64,24 @@ pub fn checkpoint_size(at: At<'_>) -> u64 {
     v["size"].as_u64().expect("a size")
 }
 
+/// `docket --json … log append --kind x-note --payload /dev/null --key
+/// KEY` at `at`: one statement with an empty payload; the finished command.
+pub fn append_empty(at: At<'_>, key: &std::path::Path) -> Output {
+    at.docket()
+        .args([
+            "log",
+            "append",
+            "--kind",
+            "x-note",
+            "--payload",
+            "/dev/null",
+            "--key",
+        ])
+        .arg(key)
+        .output()
+        .expect("run docket log append")
+}
+
 /// `docket --json … log append --kind KIND --stdin --key KEY` at `at`, one
 /// statement per line of `lines`; the finished command.
 pub fn append_lines(

@@ -1627,6 +1627,21 @@ impl Anchor {
     /// Every slot, parsed, with whether its bytes start with a slot magic
     /// (it was written at some time).
     fn slots_with_magic(&self) -> Result<Vec<(Option<AnchorSlot>, bool)>> {
+        Ok(self
+            .slot_bytes()?
+            .iter()
+            .map(|buf| {
+                let written = [Self::MAGIC, Self::MAGIC_V2, Self::MAGIC_V1]
+                    .iter()
+                    .any(|m| buf.starts_with(*m));
+                (Self::parse_slot(buf), written)
+            })
+            .collect())
+    }
+
+    /// The bytes of every slot, as the file holds them (a slot past the
+    /// file's end is short or empty).
+    fn slot_bytes(&self) -> Result<Vec<Vec<u8>>> {
         use std::os::unix::fs::FileExt as _;
         let mut out = Vec::with_capacity(self.slot_count);
         let Some(file) = &self.file else {
@@ -1645,10 +1660,7 @@ impl Anchor {
                 n += got;
             }
             buf.truncate(n);
-            let written = [Self::MAGIC, Self::MAGIC_V2, Self::MAGIC_V1]
-                .iter()
-                .any(|m| buf.starts_with(*m));
-            out.push((Self::parse_slot(&buf), written));
+            out.push(buf);
         }
         Ok(out)
     }
@@ -1698,32 +1710,17 @@ impl Anchor {
     /// verify, where their header still frames UTF-8 note bytes
     /// ([`Store::anchor_notes_of_damaged_slots`]; untrusted).
     pub(crate) fn notes_of_damaged_slots(&self) -> Result<Vec<String>> {
-        let mut notes = Vec::new();
-        let Some(file) = &self.file else {
-            return Ok(notes);
-        };
-        for (i, (slot, written)) in self.slots_with_magic()?.into_iter().enumerate() {
-            if slot.is_some() || !written {
-                continue;
-            }
-            use std::os::unix::fs::FileExt as _;
-            let mut buf = vec![0u8; self.slot_len];
-            let n = file
-                .read_at(&mut buf, (i * self.slot_len) as u64)
-                .map_err(|e| LogError::io("anchor", e))?;
-            buf.truncate(n);
-            let framed = buf
-                .get(8..12)
-                .and_then(|b| b.try_into().ok())
-                .map(|b| u32::from_be_bytes(b) as usize)
-                .and_then(|len| buf.get(Self::HEADER..Self::HEADER.checked_add(len)?))
-                .and_then(|note| String::from_utf8(note.to_vec()).ok());
-            let ring = buf.starts_with(Self::MAGIC) || buf.starts_with(Self::MAGIC_V2);
-            if ring && let Some(note) = framed {
-                notes.push(note);
-            }
-        }
-        Ok(notes)
+        Ok(self
+            .slot_bytes()?
+            .iter()
+            .filter(|buf| buf.starts_with(Self::MAGIC) || buf.starts_with(Self::MAGIC_V2))
+            .filter(|buf| Self::parse_slot(buf).is_none())
+            .filter_map(|buf| {
+                let len = u32::from_be_bytes(buf.get(8..12)?.try_into().ok()?) as usize;
+                let note = buf.get(Self::HEADER..Self::HEADER.checked_add(len)?)?;
+                String::from_utf8(note.to_vec()).ok()
+            })
+            .collect())
     }
 
     /// The newest valid slot: its note and the redo it carries.
